@@ -1,0 +1,40 @@
+//! Core types shared by every kcache crate.
+//!
+//! kcache brings client-go's `tools/cache` and `util/workqueue` to Rust. This crate is the small
+//! vocabulary the others speak:
+//!
+//! - [`ObjectKey`]: the `"namespace/name"` key of a cached object, cheap to clone, with client-go's
+//!   split rules and a typed [`KeyError`].
+//! - [`ResourceVersion`]: an opaque version string from the source of truth.
+//! - [`Clock`]: time as an input. [`SystemClock`] in production, [`FakeClock`] in tests: no kcache
+//!   test sleeps, it advances a fake clock.
+//! - [`sync`]: the loom-aware synchronization shim (`--cfg kcache_loom` swaps in loom's types).
+//!
+//! # Examples
+//! ```
+//! use kcache_core::{Clock, FakeClock, ObjectKey, ResourceVersion};
+//! use std::time::Duration;
+//!
+//! let key = ObjectKey::namespaced("default", "web")?;
+//! assert_eq!(key.split(), (Some("default"), "web"));
+//!
+//! let rv = ResourceVersion::from("17");
+//! assert_eq!(rv.to_string(), "17");
+//!
+//! let clock = FakeClock::new();
+//! let t0 = clock.now();
+//! clock.advance(Duration::from_millis(250));
+//! assert_eq!(clock.now() - t0, Duration::from_millis(250));
+//! # Ok::<(), kcache_core::KeyError>(())
+//! ```
+
+mod clock;
+mod key;
+mod resource_version;
+pub mod sync;
+
+pub use clock::{
+    far_future, saturating_add, Clock, ClockWaker, FakeClock, Sleep, Subscription, SystemClock,
+};
+pub use key::{split_key, KeyError, ObjectKey};
+pub use resource_version::ResourceVersion;
