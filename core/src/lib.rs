@@ -8,6 +8,9 @@
 //! - [`ResourceVersion`]: an opaque version string from the source of truth.
 //! - [`Clock`]: time as an input. [`SystemClock`] in production, [`FakeClock`] in tests: no kcache
 //!   test sleeps, it advances a fake clock.
+//! - [`Meta`] / [`Object`]: how the cache reads an object's key and resource version, also for
+//!   types you do not own.
+//! - [`ReflectorStore`] / [`KnownObjects`]: the traits between a reflector and the stores it feeds.
 //! - [`sync`]: the loom-aware synchronization shim (`--cfg kcache_loom` swaps in loom's types).
 //!
 //! # Examples
@@ -30,11 +33,15 @@
 
 mod clock;
 mod key;
+mod meta;
 mod resource_version;
+mod store;
 pub mod sync;
 
 pub use clock::{
     far_future, saturating_add, Clock, ClockWaker, FakeClock, Sleep, Subscription, SystemClock,
 };
 pub use key::{split_key, KeyError, ObjectKey};
+pub use meta::{Meta, Object, ObjectAccessor};
 pub use resource_version::ResourceVersion;
+pub use store::{KnownObjects, ReflectorStore};
