@@ -1,0 +1,1 @@
+//! kcache-deltafifo (being written).

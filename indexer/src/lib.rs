@@ -1,0 +1,1 @@
+//! kcache-indexer (being written).
