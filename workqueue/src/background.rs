@@ -1,0 +1,82 @@
+//! The one background thread a queue may have: it moves due items out of the delay heap and, for
+//! a queue with metrics, refreshes the unfinished-work gauges every 500 ms.
+
+use crate::queue::Shared;
+use std::hash::Hash;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+/// How often the unfinished-work gauges are refreshed (client-go's 500 ms).
+pub(crate) const METRICS_PERIOD: Duration = Duration::from_millis(500);
+
+/// Starts the queue's background thread. It holds only a weak handle, so dropping every handle of
+/// the queue (or shutting it down) ends the thread.
+pub(crate) fn spawn<T: Clone + Eq + Hash + Send + 'static>(shared: &Arc<Shared<T>>) {
+    let weak = Arc::downgrade(shared);
+    let signal = shared.signal.clone();
+    let clock = shared.clock.clone();
+    let run = move || {
+        let _subscription = signal.subscribe(clock.as_ref());
+        let mut next_metrics = None;
+        loop {
+            signal.clear();
+            let Some(next) = tick(&weak, &mut next_metrics) else { break };
+            signal.wait(clock.as_ref(), next);
+        }
+    };
+    #[cfg(not(kcache_loom))]
+    {
+        // Without a thread the queue still works for immediate adds; delayed items would never
+        // become ready, so a failed spawn must not pass silently.
+        if let Err(e) = std::thread::Builder::new().name("kcache-workqueue".into()).spawn(run) {
+            panic!("kcache-workqueue: cannot start the queue's timer thread: {e}");
+        }
+    }
+    #[cfg(kcache_loom)]
+    {
+        crate::sync::thread::spawn(run);
+    }
+}
+
+/// One round of the background loop. `None` when the thread should exit; otherwise the next
+/// deadline to wake up at (`Some(None)`: only when signalled).
+pub(crate) fn tick<T: Clone + Eq + Hash + Send + 'static>(
+    weak: &Weak<Shared<T>>,
+    next_metrics: &mut Option<Instant>,
+) -> Option<Option<Instant>> {
+    let shared = weak.upgrade()?;
+    let now = shared.clock.now();
+    let mut g = shared.lock();
+    if g.st.is_shutting_down() {
+        return None;
+    }
+    let stamp = shared.metrics.is_some();
+    let fired = g.st.fire_due(now, stamp);
+    let mut next = g.st.next_deadline();
+    if let Some(m) = &shared.metrics {
+        for _ in 0..fired {
+            m.depth.inc();
+            m.adds.inc();
+        }
+        m.delayed_depth.set(g.st.waiting() as f64);
+        if next_metrics.is_none_or(|t| t <= now) {
+            let (mut sum, mut longest) = (0.0, 0.0f64);
+            for started in g.st.processing_starts() {
+                let age = now.saturating_duration_since(started).as_secs_f64();
+                sum += age;
+                longest = longest.max(age);
+            }
+            m.unfinished_work.set(sum);
+            m.longest_running.set(longest);
+            *next_metrics = Some(now + METRICS_PERIOD);
+        }
+        next = match (next, *next_metrics) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
+    if fired > 0 {
+        shared.wake(&mut g, fired);
+    }
+    Some(next)
+}

@@ -1,0 +1,1 @@
+//! Model-checking support for proptest and cargo-fuzz (being written).

@@ -1,0 +1,4 @@
+//! Placeholder: being written.
+/// Max-wait limiter (being written).
+#[derive(Debug)]
+pub struct WithMaxWaitRateLimiter;
