@@ -1,0 +1,269 @@
+//! `Indexer`: a [`ThreadSafeStore`] that computes keys with a [`Meta`] accessor.
+
+use crate::error::{AddIndexersError, IndexError, StoreError, UnknownIndexError};
+use crate::indexers::Indexers;
+use crate::sync::Arc;
+use crate::thread_safe_store::ThreadSafeStore;
+use kcache_core::ResourceVersion;
+use kcache_core::{KeyError, KnownObjects, Meta, ObjectAccessor, ObjectKey, ReflectorStore};
+use std::fmt;
+use std::marker::PhantomData;
+
+/// An indexed object cache keyed by the accessor `M` (client-go's `cache.NewIndexer` /
+/// `cache.NewStore` with `MetaNamespaceKeyFunc`).
+///
+/// It is what an informer keeps its objects in: a reflector writes into it through
+/// [`ReflectorStore`], a `DeltaFifo` reads it through [`KnownObjects`], and controllers read it
+/// through the listers ([`list_all`](Self::list_all), [`list_by_namespace`](Self::list_by_namespace))
+/// and the index queries. Every write records the written object's resource version as the
+/// store's [`last_store_sync_resource_version`](Self::last_store_sync_resource_version).
+///
+/// All the consistency rules of [`ThreadSafeStore`] apply: items and indexes change together,
+/// a failing key accessor or index function changes nothing and is returned as a
+/// [`StoreError`].
+///
+/// # Examples
+/// ```
+/// use kcache_core::{Object, ResourceVersion};
+/// use kcache_indexer::{Indexer, Indexers};
+/// use std::sync::Arc;
+///
+/// struct Svc { ns: String, name: String, rv: u64, app: String }
+/// impl Object for Svc {
+///     fn namespace(&self) -> Option<&str> { Some(&self.ns) }
+///     fn name(&self) -> &str { &self.name }
+///     fn resource_version(&self) -> ResourceVersion { self.rv.into() }
+/// }
+///
+/// let svcs: Indexer<Svc> =
+///     Indexer::with_indexers(Indexers::new().with("by-app", |s: &Svc| Ok(vec![s.app.clone()])));
+/// let web = Arc::new(Svc { ns: "prod".into(), name: "web".into(), rv: 7, app: "shop".into() });
+/// svcs.add(web.clone())?;
+///
+/// assert!(Arc::ptr_eq(&svcs.get_by_key("prod/web").unwrap(), &web)); // shared, not copied
+/// assert_eq!(svcs.by_index("by-app", "shop")?.len(), 1);
+/// assert_eq!(svcs.last_store_sync_resource_version().as_str(), "7");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[doc(alias = "Store")]
+#[doc(alias = "cache")]
+#[doc(alias = "NewIndexer")]
+#[doc(alias = "NewStore")]
+pub struct Indexer<T, M = ObjectAccessor> {
+    store: ThreadSafeStore<T>,
+    accessor: PhantomData<fn() -> M>,
+}
+
+impl<T, M: Meta<T>> Indexer<T, M> {
+    /// An empty indexer without indexes.
+    pub fn new() -> Self {
+        Self::with_indexers(Indexers::new())
+    }
+
+    /// An empty indexer maintaining `indexers`.
+    pub fn with_indexers(indexers: Indexers<T>) -> Self {
+        Self {
+            store: ThreadSafeStore::with_indexers(indexers),
+            accessor: PhantomData,
+        }
+    }
+
+    /// The underlying keyed store.
+    pub fn thread_safe_store(&self) -> &ThreadSafeStore<T> {
+        &self.store
+    }
+
+    /// The key of `obj`, as this indexer computes it.
+    ///
+    /// # Errors
+    /// The accessor's [`KeyError`].
+    pub fn key_of(&self, obj: &T) -> Result<ObjectKey, KeyError> {
+        M::key(obj)
+    }
+
+    fn recorded_rv(obj: &T) -> Option<ResourceVersion> {
+        Some(M::resource_version(obj)).filter(|rv| !rv.is_empty())
+    }
+
+    /// Stores `obj` under its key (the same as [`update`](Self::update)).
+    ///
+    /// # Errors
+    /// [`StoreError::Key`] or [`StoreError::IndexFunc`]; the store is unchanged.
+    pub fn add(&self, obj: Arc<T>) -> Result<(), StoreError> {
+        self.update(obj)
+    }
+
+    /// Stores `obj` under its key, replacing and re-indexing what was there, and records its
+    /// resource version (if it has one).
+    ///
+    /// # Errors
+    /// [`StoreError::Key`] or [`StoreError::IndexFunc`]; the store is unchanged.
+    pub fn update(&self, obj: Arc<T>) -> Result<(), StoreError> {
+        let key = M::key(&obj)?;
+        let rv = Self::recorded_rv(&obj);
+        Ok(self.store.write(key, obj, rv)?)
+    }
+
+    /// Removes the object stored under `obj`'s key, with the index entries of the *stored*
+    /// object, and records `obj`'s resource version (if it has one). Returns the removed object.
+    ///
+    /// # Errors
+    /// The accessor's [`KeyError`]; the store is unchanged.
+    pub fn delete(&self, obj: &T) -> Result<Option<Arc<T>>, KeyError> {
+        let key = M::key(obj)?;
+        Ok(self.store.remove(key.as_str(), Self::recorded_rv(obj)))
+    }
+
+    /// Replaces the whole content with `objects` as of list resource version `rv`, rebuilding
+    /// every index. A later object with the same key wins.
+    ///
+    /// # Errors
+    /// [`StoreError::Key`] if any object has no key, [`StoreError::IndexFunc`] if an index
+    /// function fails on one; the store is then unchanged.
+    pub fn replace(&self, objects: Vec<Arc<T>>, rv: ResourceVersion) -> Result<(), StoreError> {
+        let items = objects
+            .into_iter()
+            .map(|obj| M::key(&obj).map(|key| (key, obj)))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(self.store.replace(items, rv)?)
+    }
+
+    /// The stored object with the same key as `obj` (client-go's `Get`).
+    ///
+    /// # Errors
+    /// The accessor's [`KeyError`].
+    pub fn get(&self, obj: &T) -> Result<Option<Arc<T>>, KeyError> {
+        Ok(self.store.get(&M::key(obj)?))
+    }
+
+    /// The object stored under `key`.
+    pub fn get_by_key<Q: AsRef<str> + ?Sized>(&self, key: &Q) -> Option<Arc<T>> {
+        self.store.get(key)
+    }
+
+    /// Every object, in no particular order.
+    pub fn list(&self) -> Vec<Arc<T>> {
+        self.store.list()
+    }
+
+    /// Every key, in no particular order.
+    pub fn list_keys(&self) -> Vec<ObjectKey> {
+        self.store.list_keys()
+    }
+
+    /// How many objects are stored.
+    pub fn len(&self) -> usize {
+        self.store.len()
+    }
+
+    /// Whether the indexer is empty.
+    pub fn is_empty(&self) -> bool {
+        self.store.is_empty()
+    }
+
+    /// See [`ThreadSafeStore::index`].
+    ///
+    /// # Errors
+    /// As [`ThreadSafeStore::index`].
+    pub fn index(&self, name: &str, obj: &T) -> Result<Vec<Arc<T>>, IndexError> {
+        self.store.index(name, obj)
+    }
+
+    /// See [`ThreadSafeStore::index_keys`] (sorted keys).
+    ///
+    /// # Errors
+    /// [`UnknownIndexError`] for an unknown index.
+    pub fn index_keys(&self, name: &str, value: &str) -> Result<Vec<ObjectKey>, UnknownIndexError> {
+        self.store.index_keys(name, value)
+    }
+
+    /// See [`ThreadSafeStore::by_index`].
+    ///
+    /// # Errors
+    /// [`UnknownIndexError`] for an unknown index.
+    pub fn by_index(&self, name: &str, value: &str) -> Result<Vec<Arc<T>>, UnknownIndexError> {
+        self.store.by_index(name, value)
+    }
+
+    /// See [`ThreadSafeStore::list_index_func_values`].
+    pub fn list_index_func_values(&self, name: &str) -> Vec<Arc<str>> {
+        self.store.list_index_func_values(name)
+    }
+
+    /// See [`ThreadSafeStore::indexer_names`].
+    #[doc(alias = "GetIndexers")]
+    pub fn indexer_names(&self) -> Vec<String> {
+        self.store.indexer_names()
+    }
+
+    /// See [`ThreadSafeStore::add_indexers`] (all or nothing, indexes existing objects).
+    ///
+    /// # Errors
+    /// As [`ThreadSafeStore::add_indexers`].
+    pub fn add_indexers(&self, indexers: Indexers<T>) -> Result<(), AddIndexersError> {
+        self.store.add_indexers(indexers)
+    }
+
+    /// Records a watch bookmark's resource version.
+    pub fn bookmark(&self, rv: ResourceVersion) {
+        self.store.bookmark(rv);
+    }
+
+    /// See [`ThreadSafeStore::last_store_sync_resource_version`].
+    pub fn last_store_sync_resource_version(&self) -> ResourceVersion {
+        self.store.last_store_sync_resource_version()
+    }
+}
+
+impl<T, M: Meta<T>> Default for Indexer<T, M> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T, M> fmt::Debug for Indexer<T, M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Indexer").field(&self.store).finish()
+    }
+}
+
+impl<T: Send + Sync, M: Meta<T>> ReflectorStore<T> for Indexer<T, M> {
+    type Error = StoreError;
+
+    fn add(&self, obj: Arc<T>) -> Result<(), StoreError> {
+        Indexer::add(self, obj)
+    }
+
+    fn update(&self, obj: Arc<T>) -> Result<(), StoreError> {
+        Indexer::update(self, obj)
+    }
+
+    fn delete(&self, obj: Arc<T>) -> Result<(), StoreError> {
+        Indexer::delete(self, &obj)?;
+        Ok(())
+    }
+
+    fn replace(&self, objects: Vec<Arc<T>>, rv: ResourceVersion) -> Result<(), StoreError> {
+        Indexer::replace(self, objects, rv)
+    }
+
+    /// A no-op, as in client-go: the store has nothing to resync.
+    fn resync(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    fn bookmark(&self, rv: ResourceVersion) -> Result<(), StoreError> {
+        Indexer::bookmark(self, rv);
+        Ok(())
+    }
+}
+
+impl<T: Send + Sync, M: Meta<T>> KnownObjects<T> for Indexer<T, M> {
+    fn list_keys(&self) -> Vec<ObjectKey> {
+        self.store.list_keys()
+    }
+
+    fn get_by_key(&self, key: &ObjectKey) -> Option<Arc<T>> {
+        self.store.get(key)
+    }
+}
