@@ -1,0 +1,47 @@
+//! loom models of `DelayingQueue`: the timer thread's hand-off to the ready queue.
+//!
+//! Run: `RUSTFLAGS="--cfg kcache_loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release -p kcache-workqueue --test loom_delaying`
+#![cfg(kcache_loom)]
+
+use kcache_core::FakeClock;
+use kcache_workqueue::{DelayingQueue, QueueConfig};
+use loom::thread;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[test]
+fn the_timer_hands_a_due_item_to_a_blocked_worker() {
+    loom::model(|| {
+        let clock = FakeClock::new();
+        let q = DelayingQueue::with_config(QueueConfig::new().clock(Arc::new(clock.clone())));
+        q.add_after(1u8, Duration::from_millis(10));
+        let advancer = thread::spawn(move || clock.advance(Duration::from_millis(10)));
+        assert_eq!(q.get(), Some(1));
+        q.done(&1).unwrap();
+        advancer.join().unwrap();
+        q.shut_down();
+    });
+}
+
+#[test]
+fn an_add_racing_the_timer_hands_the_item_out_once() {
+    loom::model(|| {
+        let clock = FakeClock::new();
+        let q = DelayingQueue::with_config(QueueConfig::new().clock(Arc::new(clock.clone())));
+        q.add_after(1u8, Duration::from_millis(5));
+        let adder = {
+            let q = q.clone();
+            thread::spawn(move || {
+                q.add(1);
+            })
+        };
+        clock.advance(Duration::from_millis(5));
+        adder.join().unwrap();
+        assert_eq!(q.get(), Some(1));
+        q.done(&1).unwrap();
+        // The heap entry was either consumed by the timer or made stale by the add: never both.
+        assert_eq!(q.try_get(), None);
+        assert_eq!(q.waiting_len(), 0);
+        q.shut_down();
+    });
+}

@@ -1,0 +1,144 @@
+//! loom models of `Queue`: every interleaving of adds, gets, dones and shutdowns.
+//!
+//! Run: `RUSTFLAGS="--cfg kcache_loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release -p kcache-workqueue --test loom_queue`
+#![cfg(kcache_loom)]
+
+use kcache_workqueue::Queue;
+use loom::sync::atomic::{AtomicUsize, Ordering};
+use loom::sync::Arc;
+use loom::thread;
+
+#[test]
+fn no_item_is_handed_to_two_workers_at_once() {
+    loom::model(|| {
+        let q = Queue::new();
+        q.add(1u8);
+        let busy = Arc::new(AtomicUsize::new(0));
+        let workers: Vec<_> = (0..2)
+            .map(|_| {
+                let (q, busy) = (q.clone(), busy.clone());
+                thread::spawn(move || {
+                    if let Some(item) = q.try_get() {
+                        assert_eq!(busy.fetch_add(1, Ordering::SeqCst), 0, "two workers hold {item}");
+                        busy.fetch_sub(1, Ordering::SeqCst);
+                        q.done(&item).unwrap();
+                    }
+                })
+            })
+            .collect();
+        q.add(1);
+        for w in workers {
+            w.join().unwrap();
+        }
+        assert_eq!(q.in_flight(), 0);
+        assert!(q.len() <= 1);
+    });
+}
+
+#[test]
+fn re_add_during_processing_is_requeued_exactly_once() {
+    loom::model(|| {
+        let q = Queue::new();
+        q.add(7u8);
+        let item = q.get().unwrap();
+        let adder = {
+            let q = q.clone();
+            thread::spawn(move || {
+                q.add(7);
+                q.add(7);
+            })
+        };
+        q.done(&item).unwrap();
+        adder.join().unwrap();
+        // Whether the adds came before or after `done`, exactly one copy is queued.
+        assert_eq!(q.len(), 1);
+        assert_eq!(q.try_get(), Some(7));
+        assert_eq!(q.try_get(), None);
+    });
+}
+
+#[test]
+fn no_item_is_lost_across_add_get_done_races() {
+    loom::model(|| {
+        let q = Queue::new();
+        let seen = Arc::new(AtomicUsize::new(0));
+        let consumers: Vec<_> = (0..2)
+            .map(|_| {
+                let (q, seen) = (q.clone(), seen.clone());
+                thread::spawn(move || {
+                    while let Some(item) = q.get() {
+                        seen.fetch_add(1usize << (item * 4), Ordering::SeqCst);
+                        q.done(&item).unwrap();
+                    }
+                })
+            })
+            .collect();
+        q.add(0u8);
+        q.add(1u8);
+        q.shut_down();
+        for c in consumers {
+            c.join().unwrap();
+        }
+        // Each distinct item was handed out exactly once.
+        assert_eq!(seen.load(Ordering::SeqCst), 0x11);
+    });
+}
+
+#[test]
+fn shut_down_wakes_every_blocked_worker() {
+    loom::model(|| {
+        let q: Queue<u8> = Queue::new();
+        let waiters: Vec<_> = (0..2)
+            .map(|_| {
+                let q = q.clone();
+                thread::spawn(move || q.get())
+            })
+            .collect();
+        q.shut_down();
+        for w in waiters {
+            assert_eq!(w.join().unwrap(), None);
+        }
+    });
+}
+
+#[test]
+fn shut_down_with_drain_waits_for_in_flight_and_queued_items() {
+    loom::model(|| {
+        let q = Queue::new();
+        q.add(1u8);
+        q.add(2u8);
+        let first = q.get().unwrap();
+        let finished = Arc::new(AtomicUsize::new(0));
+        let worker = {
+            let (q, finished) = (q.clone(), finished.clone());
+            thread::spawn(move || {
+                finished.fetch_add(1, Ordering::SeqCst);
+                q.done(&first).unwrap();
+                while let Some(item) = q.get() {
+                    finished.fetch_add(1, Ordering::SeqCst);
+                    q.done(&item).unwrap();
+                }
+            })
+        };
+        q.shut_down_with_drain();
+        assert_eq!(finished.load(Ordering::SeqCst), 2, "drain returned before both items were done");
+        assert_eq!(q.in_flight(), 0);
+        worker.join().unwrap();
+    });
+}
+
+#[test]
+fn get_async_is_woken_by_an_add_from_another_thread() {
+    loom::model(|| {
+        let q = Queue::new();
+        let adder = {
+            let q = q.clone();
+            thread::spawn(move || {
+                q.add(3u8);
+            })
+        };
+        let got = loom::future::block_on(q.get_async());
+        assert_eq!(got, Some(3));
+        adder.join().unwrap();
+    });
+}
