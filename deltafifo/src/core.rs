@@ -293,3 +293,6 @@ fn dedup_trailing_deletes<T>(list: &mut Vec<Delta<T>>) {
     }
 }
 
+
+#[cfg(test)]
+mod tests;
