@@ -2,6 +2,7 @@
 
 mod bucket;
 mod exponential;
+mod failures;
 mod fast_slow;
 mod max_of;
 mod with_max_wait;
@@ -82,6 +83,6 @@ where
             Duration::from_millis(5),
             Duration::from_secs(1000),
         )),
-        Box::new(BucketRateLimiter::with_clock(10, 100, clock)),
+        Box::new(BucketRateLimiter::with_clock(10.0, 100, clock)),
     ])
 }
