@@ -30,36 +30,29 @@
 //! Two workers retry failing jobs through the default controller rate limiter:
 //! ```
 //! use kcache_workqueue::{default_controller_rate_limiter, RateLimitingQueue};
-//! use std::collections::HashMap;
-//! use std::sync::{Arc, Mutex};
+//! use std::sync::atomic::{AtomicU32, Ordering};
+//! use std::sync::Arc;
 //!
 //! let queue = RateLimitingQueue::new(default_controller_rate_limiter());
-//! let attempts = Arc::new(Mutex::new(HashMap::<u32, u32>::new()));
-//! for job in 0..10 {
+//! for job in 0..10u32 {
 //!     queue.add(job);
 //! }
+//! let finished = Arc::new(AtomicU32::new(0));
 //! let workers: Vec<_> = (0..2)
 //!     .map(|_| {
-//!         let (queue, attempts) = (queue.clone(), attempts.clone());
+//!         let (queue, finished) = (queue.clone(), finished.clone());
 //!         std::thread::spawn(move || {
 //!             while let Some(job) = queue.get() {
-//!                 let tries = {
-//!                     let mut a = attempts.lock().unwrap();
-//!                     let n = a.entry(job).or_default();
-//!                     *n += 1;
-//!                     *n
-//!                 };
-//!                 if job % 3 == 0 && tries < 3 {
-//!                     queue.add_rate_limited(job); // fails twice, then succeeds
+//!                 // Jobs divisible by 3 fail twice before they succeed.
+//!                 if job % 3 == 0 && queue.num_requeues(&job) < 2 {
+//!                     queue.add_rate_limited(job);
 //!                 } else {
 //!                     queue.forget(&job);
+//!                     if finished.fetch_add(1, Ordering::SeqCst) + 1 == 10 {
+//!                         queue.shut_down();
+//!                     }
 //!                 }
 //!                 queue.done(&job).unwrap();
-//!                 if attempts.lock().unwrap().values().filter(|&&n| n >= 1).count() == 10
-//!                     && queue.len() == 0 && queue.waiting_len() == 0 && queue.in_flight() == 0
-//!                 {
-//!                     queue.shut_down();
-//!                 }
 //!             }
 //!         })
 //!     })
@@ -67,9 +60,7 @@
 //! for w in workers {
 //!     w.join().unwrap();
 //! }
-//! let attempts = attempts.lock().unwrap();
-//! assert_eq!(attempts[&3], 3);
-//! assert_eq!(attempts[&4], 1);
+//! assert_eq!(finished.load(Ordering::SeqCst), 10);
 //! ```
 
 mod background;
