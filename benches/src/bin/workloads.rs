@@ -1,1 +1,328 @@
-fn main() {}
+//! The workload runner: runs the workloads of `WORKLOADS.md` for kcache and its baselines, each run
+//! in a fresh child process, and prints one JSON line per run and one summary line per
+//! (workload, implementation). Run with `--help` for the usage.
+
+use kcache_benches::rss::peak_rss_mib;
+use kcache_benches::stats::median;
+use kcache_benches::workloads::{registry, select, Workload};
+use kcache_core::{Clock, SystemClock};
+use serde_json::{Map, Value};
+use std::io::Read;
+use std::process::{Command, ExitCode, Stdio};
+use std::time::Duration;
+
+const USAGE: &str = "\
+usage: workloads <workload|all> [--impl NAME] [--runs N] [--timeout SECS]
+
+Runs each (workload, impl, run) in a fresh child process of this binary, prints the child's JSON
+line {\"workload\",\"impl\",\"run\",...metrics...,\"peak_rss_mib\"}, then one summary line per
+(workload, impl) with the median of every metric over the runs and, for impls other than kcache,
+\"ratio_vs_kcache\" = impl / kcache for the headline metric (above 1: kcache is faster or smaller).
+Runs are interleaved (run 1 of every impl, then run 2, ...) so drifting machine load hits all impls
+alike. Exits 1 if any run failed its check (wrong count or final state), crashed or timed out.
+
+  <workload>      a name below, `all`, or a prefix such as `q4limiter` (all its variants)
+  --impl NAME     only this implementation (ratios need kcache in the same invocation)
+  --runs N        runs per (workload, impl), default 5
+  --timeout SECS  kill a run after this long, default 300
+
+Implementations: kcache (kcache_workqueue), naive (client-go's design ported as is: Mutex<VecDeque> +
+HashSet dirty/processing + Condvar; waiting-loop thread fed by a bounded channel; Mutex<HashMap>
+limiter), floor (crossbeam unbounded channel, no dedup; q3/q4queue: BinaryHeap + Condvar timer
+thread feeding the channel; q4 limiters: one parking_lot Mutex<HashMap<u64, u32>> with foldhash).
+q2 keys are Arc<str> for every impl. q4limiter's variants are separate workloads, named
+q4limiter-{grow,pair}-{1,2}t, so each has its own summary and ratio.
+
+Workloads:";
+
+struct Options {
+    workloads: Vec<Workload>,
+    only_impl: Option<String>,
+    runs: u32,
+    timeout: Duration,
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("--child") {
+        return child(&args[1..]);
+    }
+    match parse(&args) {
+        Ok(Some(opts)) => parent(&opts),
+        Ok(None) => {
+            print_usage();
+            ExitCode::SUCCESS
+        }
+        Err(msg) => {
+            eprintln!("workloads: {msg}\n");
+            print_usage();
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn print_usage() {
+    println!("{USAGE}");
+    for w in registry() {
+        println!("  {:<18} {} (headline {})", w.name, w.about, w.headline);
+    }
+}
+
+/// The options, or `None` for `--help`.
+fn parse(args: &[String]) -> Result<Option<Options>, String> {
+    let (mut selector, mut only_impl, mut runs, mut timeout) = (None, None, 5, 300);
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let mut value = |flag: &str| it.next().cloned().ok_or(format!("{flag} needs a value"));
+        match arg.as_str() {
+            "-h" | "--help" => return Ok(None),
+            "--impl" => only_impl = Some(value("--impl")?),
+            "--runs" => {
+                runs = value("--runs")?
+                    .parse()
+                    .map_err(|e| format!("--runs: {e}"))?
+            }
+            "--timeout" => {
+                timeout = value("--timeout")?
+                    .parse()
+                    .map_err(|e| format!("--timeout: {e}"))?;
+            }
+            flag if flag.starts_with('-') => return Err(format!("unknown option {flag}")),
+            name if selector.is_none() => selector = Some(name.to_string()),
+            extra => return Err(format!("unexpected argument {extra}")),
+        }
+    }
+    let selector = selector.ok_or("no workload given")?;
+    let workloads = select(&selector);
+    if workloads.is_empty() {
+        return Err(format!("no workload named {selector}"));
+    }
+    if let Some(name) = &only_impl {
+        if !workloads.iter().any(|w| w.impls.contains(&name.as_str())) {
+            return Err(format!("no selected workload has an implementation {name}"));
+        }
+    }
+    if runs == 0 {
+        return Err("--runs must be at least 1".into());
+    }
+    Ok(Some(Options {
+        workloads,
+        only_impl,
+        runs,
+        timeout: Duration::from_secs(timeout),
+    }))
+}
+
+/// `--child <workload> <impl> <run>`: runs once in this process and prints the JSON line.
+fn child(args: &[String]) -> ExitCode {
+    let [workload, imp, run] = args else {
+        eprintln!("workloads: --child needs <workload> <impl> <run>");
+        return ExitCode::from(2);
+    };
+    let Some(w) = registry().into_iter().find(|w| w.name == workload.as_str()) else {
+        eprintln!("workloads: no workload named {workload}");
+        return ExitCode::from(2);
+    };
+    let Ok(run) = run.parse::<u64>() else {
+        eprintln!("workloads: bad run number {run}");
+        return ExitCode::from(2);
+    };
+    let result = (w.run)(w.name, imp).and_then(|mut m| {
+        m.push(("peak_rss_mib", peak_rss_mib()?));
+        Ok(m)
+    });
+    match result {
+        Ok(metrics) => {
+            println!("{}", json_line(workload, imp, Value::from(run), &metrics));
+            ExitCode::SUCCESS
+        }
+        Err(msg) => {
+            eprintln!("workloads: {workload}/{imp} run {run}: WRONG ANSWER: {msg}");
+            ExitCode::from(3)
+        }
+    }
+}
+
+/// One JSON object on one line, metrics in their order, floats rounded to 3 decimals.
+fn json_line(workload: &str, imp: &str, run: Value, metrics: &[(impl AsRef<str>, f64)]) -> String {
+    let mut out = format!(
+        "{{\"workload\":{},\"impl\":{},\"run\":{run}",
+        Value::from(workload),
+        Value::from(imp)
+    );
+    for (name, v) in metrics {
+        let r = (v * 1000.0).round() / 1000.0;
+        // Whole numbers print as integers; non-finite values as null.
+        let v = if r.fract() == 0.0 && r.abs() < 1e15 {
+            Value::from(r as i64)
+        } else {
+            Value::from(r)
+        };
+        out.push_str(&format!(",{}:{v}", Value::from(name.as_ref())));
+    }
+    out.push('}');
+    out
+}
+
+/// The metrics of one run, in the order the child printed them.
+fn parse_metrics(line: &str) -> Result<Named, String> {
+    let obj: Map<String, Value> =
+        serde_json::from_str(line).map_err(|e| format!("bad JSON line {line:?}: {e}"))?;
+    let mut metrics: Vec<(usize, String, f64)> = obj
+        .iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "workload" | "impl" | "run"))
+        .map(|(k, v)| {
+            (
+                line.find(&format!("\"{k}\":")).unwrap_or(usize::MAX),
+                k.clone(),
+                v.as_f64().unwrap_or(f64::NAN),
+            )
+        })
+        .collect();
+    metrics.sort_by_key(|m| m.0);
+    Ok(metrics.into_iter().map(|(_, k, v)| (k, v)).collect())
+}
+
+/// Runs one child to completion (or kills it at `timeout`); its JSON line or a message.
+fn run_child(workload: &str, imp: &str, run: u32, timeout: Duration) -> Result<String, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
+    let mut child = Command::new(exe)
+        .args(["--child", workload, imp, &run.to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("cannot start a child: {e}"))?;
+    let mut stdout = child.stdout.take().ok_or("no child stdout")?;
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        stdout.read_to_string(&mut s).map(|_| s)
+    });
+    let clock = SystemClock;
+    let deadline = clock.now() + timeout;
+    let status = loop {
+        match child
+            .try_wait()
+            .map_err(|e| format!("waiting for the child: {e}"))?
+        {
+            Some(status) => break status,
+            None if clock.now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("timed out after {timeout:?}"));
+            }
+            None => clock.sleep(Duration::from_millis(5)),
+        }
+    };
+    let out = reader
+        .join()
+        .map_err(|_| "the stdout reader panicked".to_string())?
+        .map_err(|e| format!("reading the child's output: {e}"))?;
+    if !status.success() {
+        return Err(format!("child failed ({status})"));
+    }
+    out.lines()
+        .last()
+        .map(str::to_string)
+        .ok_or_else(|| "child printed nothing".to_string())
+}
+
+/// Metrics by name, in print order (as parsed back from a child's line).
+type Named = Vec<(String, f64)>;
+
+/// Metrics of the runs of one (workload, impl).
+struct Runs {
+    workload: Workload,
+    imp: &'static str,
+    runs: Vec<Named>,
+}
+
+fn parent(opts: &Options) -> ExitCode {
+    let mut failed = 0;
+    let mut summaries = Vec::new();
+    for w in &opts.workloads {
+        let impls: Vec<&'static str> = w
+            .impls
+            .iter()
+            .copied()
+            .filter(|i| opts.only_impl.as_deref().is_none_or(|only| only == *i))
+            .collect();
+        let mut all: Vec<Runs> = impls
+            .iter()
+            .map(|&imp| Runs {
+                workload: *w,
+                imp,
+                runs: Vec::new(),
+            })
+            .collect();
+        for run in 1..=opts.runs {
+            for r in &mut all {
+                match run_child(w.name, r.imp, run, opts.timeout)
+                    .and_then(|l| Ok((parse_metrics(&l)?, l)))
+                {
+                    Ok((metrics, line)) => {
+                        println!("{line}");
+                        r.runs.push(metrics);
+                    }
+                    Err(msg) => {
+                        eprintln!("workloads: {}/{} run {run} FAILED: {msg}", w.name, r.imp);
+                        failed += 1;
+                    }
+                }
+            }
+        }
+        summaries.extend(all);
+    }
+    for s in &summaries {
+        if let Some(line) = summary_line(s, &summaries) {
+            println!("{line}");
+        }
+    }
+    if failed > 0 {
+        eprintln!("workloads: {failed} run(s) failed");
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
+}
+
+/// The medians of `s`'s metrics (in the first run's order), plus the headline ratio to kcache.
+fn medians(s: &Runs) -> Named {
+    let Some(first) = s.runs.first() else {
+        return Vec::new();
+    };
+    first
+        .iter()
+        .map(|(name, _)| {
+            let values: Vec<f64> = s
+                .runs
+                .iter()
+                .filter_map(|m| m.iter().find(|(n, _)| n == name).map(|(_, v)| *v))
+                .collect();
+            (name.clone(), median(&values).unwrap_or(f64::NAN))
+        })
+        .collect()
+}
+
+fn summary_line(s: &Runs, all: &[Runs]) -> Option<String> {
+    let mut m = medians(s);
+    if m.is_empty() {
+        return None;
+    }
+    let headline = |m: &Named| {
+        m.iter()
+            .find(|(n, _)| n == s.workload.headline)
+            .map(|(_, v)| *v)
+    };
+    if s.imp != "kcache" {
+        let kcache = all
+            .iter()
+            .find(|k| k.workload.name == s.workload.name && k.imp == "kcache");
+        if let (Some(mine), Some(base)) = (
+            headline(&m),
+            kcache.map(medians).as_ref().and_then(headline),
+        ) {
+            m.push(("ratio_vs_kcache".to_string(), mine / base));
+        }
+    }
+    m.insert(0, ("runs".to_string(), s.runs.len() as f64));
+    Some(json_line(s.workload.name, s.imp, Value::from("median"), &m))
+}

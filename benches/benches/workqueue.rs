@@ -1,0 +1,2 @@
+//! Criterion micro-benchmarks of kcache-workqueue (placeholder).
+fn main() {}

@@ -1,0 +1,168 @@
+//! The small traits the workloads are written against, and their kcache implementations.
+//!
+//! Workloads are generic over these traits (static dispatch), so kcache, the [`naive`](crate::naive)
+//! baselines and the [`floor`](crate::floor) run the very same driver code. Rate limiters use
+//! kcache's own [`RateLimiter`] trait.
+
+use kcache_workqueue::{DelayingQueue, Queue, RateLimiter, RateLimitingQueue};
+use std::hash::Hash;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A work queue as the workloads use it: cheap to clone (clones share one queue).
+pub trait WorkQueue<T>: Clone + Send + Sync + 'static {
+    /// Adds `item` (deduplicated or not, depending on the implementation).
+    fn add(&self, item: T);
+    /// Blocks for the next item; `None` once shut down and drained.
+    fn get(&self) -> Option<T>;
+    /// Marks `item` processed; `false` if the queue rejected it (a bug in the workload or queue).
+    fn done(&self, item: &T) -> bool;
+    /// Stops the queue: queued items are still handed out, then `get` returns `None`.
+    fn shut_down(&self);
+}
+
+/// A [`WorkQueue`] with delayed adds.
+pub trait DelayQueue<T>: WorkQueue<T> {
+    /// Adds `item` once `delay` has passed.
+    fn add_after(&self, item: T, delay: Duration);
+}
+
+/// A [`DelayQueue`] with a rate limiter.
+pub trait RetryQueue<T>: DelayQueue<T> {
+    /// Adds `item` after the delay its limiter gives.
+    fn add_rate_limited(&self, item: T);
+    /// Clears `item`'s history in the limiter.
+    fn forget(&self, item: &T);
+    /// How often `item` was retried since it was last forgotten.
+    fn num_requeues(&self, item: &T) -> usize;
+}
+
+impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> for Queue<T> {
+    fn add(&self, item: T) {
+        Queue::add(self, item);
+    }
+    fn get(&self) -> Option<T> {
+        Queue::get(self)
+    }
+    fn done(&self, item: &T) -> bool {
+        Queue::done(self, item).is_ok()
+    }
+    fn shut_down(&self) {
+        Queue::shut_down(self);
+    }
+}
+
+impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> for DelayingQueue<T> {
+    fn add(&self, item: T) {
+        Queue::add(self, item);
+    }
+    fn get(&self) -> Option<T> {
+        Queue::get(self)
+    }
+    fn done(&self, item: &T) -> bool {
+        Queue::done(self, item).is_ok()
+    }
+    fn shut_down(&self) {
+        Queue::shut_down(self);
+    }
+}
+
+impl<T: Clone + Eq + Hash + Send + Sync + 'static> DelayQueue<T> for DelayingQueue<T> {
+    fn add_after(&self, item: T, delay: Duration) {
+        DelayingQueue::add_after(self, item, delay);
+    }
+}
+
+impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> for RateLimitingQueue<T> {
+    fn add(&self, item: T) {
+        Queue::add(self, item);
+    }
+    fn get(&self) -> Option<T> {
+        Queue::get(self)
+    }
+    fn done(&self, item: &T) -> bool {
+        Queue::done(self, item).is_ok()
+    }
+    fn shut_down(&self) {
+        Queue::shut_down(self);
+    }
+}
+
+impl<T: Clone + Eq + Hash + Send + Sync + 'static> DelayQueue<T> for RateLimitingQueue<T> {
+    fn add_after(&self, item: T, delay: Duration) {
+        DelayingQueue::add_after(self, item, delay);
+    }
+}
+
+impl<T: Clone + Eq + Hash + Send + Sync + 'static> RetryQueue<T> for RateLimitingQueue<T> {
+    fn add_rate_limited(&self, item: T) {
+        RateLimitingQueue::add_rate_limited(self, item);
+    }
+    fn forget(&self, item: &T) {
+        RateLimitingQueue::forget(self, item);
+    }
+    fn num_requeues(&self, item: &T) -> usize {
+        RateLimitingQueue::num_requeues(self, item)
+    }
+}
+
+/// Any [`DelayQueue`] plus any [`RateLimiter`]: how the baselines make a [`RetryQueue`], the way
+/// client-go composes its rate-limiting queue.
+#[derive(Debug)]
+pub struct Retrying<Q, L> {
+    queue: Q,
+    limiter: Arc<L>,
+}
+
+impl<Q, L> Retrying<Q, L> {
+    /// `queue` retrying through `limiter`.
+    pub fn new(queue: Q, limiter: L) -> Self {
+        Self {
+            queue,
+            limiter: Arc::new(limiter),
+        }
+    }
+}
+
+impl<Q: Clone, L> Clone for Retrying<Q, L> {
+    fn clone(&self) -> Self {
+        Self {
+            queue: self.queue.clone(),
+            limiter: self.limiter.clone(),
+        }
+    }
+}
+
+impl<T, Q: WorkQueue<T>, L: RateLimiter<T> + 'static> WorkQueue<T> for Retrying<Q, L> {
+    fn add(&self, item: T) {
+        self.queue.add(item);
+    }
+    fn get(&self) -> Option<T> {
+        self.queue.get()
+    }
+    fn done(&self, item: &T) -> bool {
+        self.queue.done(item)
+    }
+    fn shut_down(&self) {
+        self.queue.shut_down();
+    }
+}
+
+impl<T, Q: DelayQueue<T>, L: RateLimiter<T> + 'static> DelayQueue<T> for Retrying<Q, L> {
+    fn add_after(&self, item: T, delay: Duration) {
+        self.queue.add_after(item, delay);
+    }
+}
+
+impl<T, Q: DelayQueue<T>, L: RateLimiter<T> + 'static> RetryQueue<T> for Retrying<Q, L> {
+    fn add_rate_limited(&self, item: T) {
+        let delay = self.limiter.when(&item);
+        self.queue.add_after(item, delay);
+    }
+    fn forget(&self, item: &T) {
+        self.limiter.forget(item);
+    }
+    fn num_requeues(&self, item: &T) -> usize {
+        self.limiter.num_requeues(item)
+    }
+}

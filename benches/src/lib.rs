@@ -1,0 +1,21 @@
+//! Benchmarks of kcache side by side with the baselines it must beat.
+//!
+//! Two entry points use this crate:
+//!
+//! - the `workloads` binary, which runs the workloads of `WORKLOADS.md` (q1, q2, …) for each
+//!   implementation in fresh child processes and prints one JSON line per run plus one summary line
+//!   per (workload, implementation) with medians and the ratio to kcache;
+//! - the criterion micro-benchmarks in `benches/` (`cargo bench -p kcache-benches`).
+//!
+//! The library holds what both share: the baselines ([`naive`] follows client-go's design,
+//! [`floor`] does the least any implementation of the job must do), the small traits the workloads
+//! are written against ([`api`]), the workload definitions ([`workloads`]), the input generator
+//! ([`splitmix`]) and measurement helpers ([`stats`], [`rss`]).
+
+pub mod api;
+pub mod floor;
+pub mod naive;
+pub mod rss;
+pub mod splitmix;
+pub mod stats;
+pub mod workloads;

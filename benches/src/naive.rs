@@ -1,0 +1,16 @@
+//! Straightforward ports of client-go's `util/workqueue` design: what a first Rust version would be.
+//!
+//! - [`NaiveQueue`]: a `parking_lot` `Mutex` around a `VecDeque` plus `dirty` and `processing`
+//!   `HashSet`s (std hasher), one `Condvar` signalled on every add, exactly client-go's `Typed`.
+//! - [`NaiveDelayingQueue`]: client-go's `delayingType`: `add_after` sends into a bounded channel
+//!   (capacity 1000) read by a waiting-loop thread that keeps a heap plus a map of known entries.
+//! - [`NaiveLimiter`]: client-go's `ItemExponentialFailureRateLimiter`: a std `Mutex` around a
+//!   std `HashMap` of failure counts.
+
+mod delaying;
+mod limiter;
+mod queue;
+
+pub use delaying::NaiveDelayingQueue;
+pub use limiter::NaiveLimiter;
+pub use queue::NaiveQueue;

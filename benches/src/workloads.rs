@@ -1,0 +1,89 @@
+//! The workloads of `WORKLOADS.md`, one module each, and the registry the runner reads.
+//!
+//! A workload is a [`Workload`]: a name, its headline metric, the implementations it compares and
+//! a function that runs one implementation once, in the current process, and returns its metrics
+//! or a message saying what came out wrong. Inputs are built before the clock starts; each run
+//! checks its own result. Adding a workload means one module and one line in [`registry`].
+
+mod q1;
+mod q2;
+mod q3;
+mod q4;
+
+use kcache_core::{Clock, SystemClock};
+use std::time::Instant;
+
+/// A run's metrics, in the order they are printed.
+pub type Metrics = Vec<(&'static str, f64)>;
+
+/// One workload of `WORKLOADS.md`.
+#[derive(Debug, Clone, Copy)]
+pub struct Workload {
+    /// The name on the command line and in the JSON lines (`q1`, `q4limiter-grow-1t`, …).
+    pub name: &'static str,
+    /// The metric that `ratio_vs_kcache` compares.
+    pub headline: &'static str,
+    /// The implementations, `kcache` first.
+    pub impls: &'static [&'static str],
+    /// One line for `--help`.
+    pub about: &'static str,
+    /// Runs the workload named by the first argument (variants share a function) with the
+    /// implementation named by the second, once, and checks the result.
+    pub run: fn(&str, &str) -> Result<Metrics, String>,
+}
+
+/// The queue implementations: kcache, client-go's design, and the floor.
+pub const QUEUE_IMPLS: &[&str] = &["kcache", "naive", "floor"];
+
+/// Every workload, in the order `all` runs them.
+pub fn registry() -> Vec<Workload> {
+    let mut all = vec![q1::WORKLOAD, q2::WORKLOAD, q3::WORKLOAD, q4::QUEUE];
+    all.extend_from_slice(&q4::LIMITER);
+    all
+}
+
+/// The workloads `selector` names: one by exact name, `all`, or every workload whose name starts
+/// with `selector` and a dash (`q4limiter` selects its four variants).
+pub fn select(selector: &str) -> Vec<Workload> {
+    registry()
+        .into_iter()
+        .filter(|w| {
+            selector == "all"
+                || w.name == selector
+                || w.name
+                    .strip_prefix(selector)
+                    .is_some_and(|rest| rest.starts_with('-'))
+        })
+        .collect()
+}
+
+/// The real clock, the one every workload times with.
+pub(crate) fn now() -> Instant {
+    SystemClock.now()
+}
+
+/// Nanoseconds from `start` to `end` as a float.
+pub(crate) fn nanos(start: Instant, end: Instant) -> f64 {
+    end.saturating_duration_since(start).as_nanos() as f64
+}
+
+/// `Ok` when `cond` holds, else the message `what` builds.
+pub(crate) fn check(cond: bool, what: impl FnOnce() -> String) -> Result<(), String> {
+    if cond {
+        Ok(())
+    } else {
+        Err(what())
+    }
+}
+
+/// The message for an implementation name a workload does not know.
+pub(crate) fn unknown_impl(workload: &str, name: &str) -> String {
+    format!("workload {workload} has no implementation {name:?}")
+}
+
+/// Joins `handle`, turning a worker's panic into an error message.
+pub(crate) fn join<R>(handle: std::thread::JoinHandle<R>) -> Result<R, String> {
+    handle
+        .join()
+        .map_err(|_| "a worker thread panicked".to_string())
+}
