@@ -1,1 +1,457 @@
-//! Model-checking support for proptest and cargo-fuzz (being written).
+//! Model checking for proptest and cargo-fuzz: [`run`] drives a real queue with a list of [`Op`]s
+//! and compares it with a plain `VecDeque` + `HashMap` model after every step.
+//!
+//! The queue is built without its background thread and time is a [`FakeClock`]; where the timer
+//! thread would move due items, [`run`] calls the thread's own loop body once, right after the
+//! clock moves. Everything is single-threaded and deterministic, so a failing input replays
+//! exactly. Each input runs twice: without metrics, and with a counting metrics provider whose
+//! `workqueue_depth` gauge must match the model too.
+
+use crate::config::QueueConfig;
+use crate::metrics::{
+    CounterMetric, GaugeMetric, HistogramMetric, MetricsProvider, SettableGaugeMetric,
+};
+use crate::queue::state::{Slot, Then};
+use crate::queue::Queue;
+use kcache_core::{saturating_add, Clock, FakeClock};
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+/// How many distinct items the ops talk about: few, so that they collide often.
+pub const KEYS: u8 = 8;
+
+/// One step of a model run. Keys are taken modulo [`KEYS`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub enum Op {
+    /// `add(key)`.
+    Add(u8),
+    /// `get()` (or `try_get()` when `get` would block).
+    Get,
+    /// One poll of `get_async()`, then the future is dropped.
+    GetAsync,
+    /// `done(key)`, for any key (usually one that is not in flight: must be rejected).
+    Done(u8),
+    /// `done` of the n-th item in flight (modulo how many there are).
+    DoneInFlight(u8),
+    /// `add_after(key, ms)`.
+    AddAfter(u8, u16),
+    /// `add_after(key, Duration::MAX)`.
+    AddAfterForever(u8),
+    /// Moves the clock forward by `ms` and lets the timer fire.
+    Advance(u16),
+    /// `shut_down()`.
+    ShutDown,
+    /// `shut_down_with_drain()` (only its non-blocking part when it would wait).
+    ShutDownWithDrain,
+}
+
+/// Runs `ops` against a real queue and the model, panicking at the first divergence.
+pub fn run(ops: &[Op]) {
+    Runner::new(false).run(ops);
+    Runner::new(true).run(ops);
+}
+
+/// What the model expects `done` to do with an item in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ThenModel {
+    Nothing,
+    Requeue,
+    Wait(Instant),
+}
+
+/// The reference model: client-go's dirty/processing sets, spelled out with plain collections.
+#[derive(Debug, Default)]
+struct Model {
+    ready: VecDeque<u8>,
+    /// In-flight items in the order they were handed out.
+    processing: Vec<(u8, ThenModel)>,
+    /// Waiting items: deadline and push order (ties in deadline fire in push order).
+    waiting: HashMap<u8, (Instant, u64)>,
+    seq: u64,
+    shutting_down: bool,
+    draining: bool,
+    /// Set once an item in flight was given a delayed re-add: the queue's depth gauge counts such
+    /// an item when it is scheduled as well as when it becomes ready (a known bug, see the ignored
+    /// test `workqueue_depth_counts_a_delayed_re_add_of_an_item_in_flight_once_it_is_ready` in
+    /// tests/delaying.rs), so the depth check stops for the rest of the run. Remove with the fix.
+    depth_unreliable: bool,
+}
+
+impl Model {
+    fn then_of(&mut self, key: u8) -> Option<&mut ThenModel> {
+        self.processing
+            .iter_mut()
+            .find(|(k, _)| *k == key)
+            .map(|(_, t)| t)
+    }
+
+    fn wait(&mut self, key: u8, at: Instant) {
+        self.seq += 1;
+        self.waiting.insert(key, (at, self.seq));
+    }
+
+    fn add(&mut self, key: u8) -> bool {
+        if self.shutting_down {
+            return false;
+        }
+        if self.ready.contains(&key) {
+            return true;
+        }
+        if let Some(then) = self.then_of(key) {
+            *then = ThenModel::Requeue;
+            return true;
+        }
+        self.waiting.remove(&key);
+        self.ready.push_back(key);
+        true
+    }
+
+    fn add_at(&mut self, key: u8, at: Instant, now: Instant) -> bool {
+        if self.shutting_down {
+            return false;
+        }
+        if at <= now {
+            return self.add(key);
+        }
+        if self.ready.contains(&key) {
+            return true;
+        }
+        if let Some(then) = self.then_of(key) {
+            match *then {
+                ThenModel::Requeue => {}
+                ThenModel::Wait(old) if old <= at => {}
+                ThenModel::Nothing | ThenModel::Wait(_) => {
+                    *then = ThenModel::Wait(at);
+                    self.depth_unreliable = true;
+                }
+            }
+            return true;
+        }
+        match self.waiting.get(&key) {
+            Some(&(old, _)) if old <= at => {}
+            _ => self.wait(key, at),
+        }
+        true
+    }
+
+    fn get(&mut self) -> Option<u8> {
+        let key = self.ready.pop_front()?;
+        self.processing.push((key, ThenModel::Nothing));
+        Some(key)
+    }
+
+    fn done(&mut self, key: u8, now: Instant) -> bool {
+        let Some(pos) = self.processing.iter().position(|(k, _)| *k == key) else {
+            return false;
+        };
+        let (_, then) = self.processing.remove(pos);
+        match then {
+            ThenModel::Requeue => self.ready.push_back(key),
+            ThenModel::Wait(at) if !self.shutting_down => {
+                if at <= now {
+                    self.ready.push_back(key);
+                } else {
+                    self.wait(key, at);
+                }
+            }
+            ThenModel::Nothing | ThenModel::Wait(_) => {}
+        }
+        true
+    }
+
+    fn fire_due(&mut self, now: Instant) {
+        let mut due: Vec<(Instant, u64, u8)> = self
+            .waiting
+            .iter()
+            .filter(|(_, (at, _))| *at <= now)
+            .map(|(k, (at, seq))| (*at, *seq, *k))
+            .collect();
+        due.sort();
+        for (_, _, key) in due {
+            self.waiting.remove(&key);
+            self.ready.push_back(key);
+        }
+    }
+
+    fn shut_down(&mut self, drain: bool) {
+        if self.shutting_down {
+            if !drain {
+                self.draining = false;
+            }
+            return;
+        }
+        self.shutting_down = true;
+        self.draining = drain;
+        self.waiting.clear();
+    }
+
+    fn is_drained(&self) -> bool {
+        self.ready.is_empty() && self.processing.is_empty()
+    }
+}
+
+struct Runner {
+    queue: Queue<u8>,
+    clock: FakeClock,
+    depth: Option<Arc<Depth>>,
+    model: Model,
+    /// Drives the background loop body by hand.
+    next_metrics: Option<Instant>,
+}
+
+impl Runner {
+    fn new(metrics: bool) -> Self {
+        let clock = FakeClock::new();
+        let mut config = QueueConfig::new().clock(Arc::new(clock.clone()));
+        let depth = metrics.then(|| Arc::new(Depth::default()));
+        if let Some(depth) = &depth {
+            config = config
+                .name("model")
+                .metrics_provider(Arc::new(Counting(depth.clone())));
+        }
+        // No background thread: `advance` runs its loop body itself.
+        let queue = Queue::build(config);
+        Self {
+            queue,
+            clock,
+            depth,
+            model: Model::default(),
+            next_metrics: None,
+        }
+    }
+
+    fn run(mut self, ops: &[Op]) {
+        for (step, op) in ops.iter().enumerate() {
+            self.step(*op, step);
+            self.check(step, op);
+        }
+    }
+
+    fn step(&mut self, op: Op, step: usize) {
+        let queue = &self.queue;
+        let model = &mut self.model;
+        match op {
+            Op::Add(k) => {
+                let k = k % KEYS;
+                assert_eq!(queue.add(k), model.add(k), "step {step}: add({k}) accepted");
+            }
+            Op::Get => {
+                let want = model.get();
+                // `get` blocks only when nothing is ready and the queue is running; the check
+                // after the previous step proved the queue agrees with the model on both.
+                let got = if want.is_some() || model.shutting_down {
+                    queue.get()
+                } else {
+                    queue.try_get()
+                };
+                assert_eq!(got, want, "step {step}: get");
+            }
+            Op::GetAsync => {
+                let want = model.get();
+                let mut fut = queue.get_async();
+                let mut cx = Context::from_waker(Waker::noop());
+                let got = Pin::new(&mut fut).poll(&mut cx);
+                let expected = match want {
+                    Some(k) => Poll::Ready(Some(k)),
+                    None if model.shutting_down => Poll::Ready(None),
+                    None => Poll::Pending,
+                };
+                assert_eq!(got, expected, "step {step}: get_async");
+            }
+            Op::Done(k) => {
+                let k = k % KEYS;
+                let now = self.clock.now();
+                let want = model.done(k, now);
+                assert_eq!(
+                    queue.done(&k).is_ok(),
+                    want,
+                    "step {step}: done({k}) accepted"
+                );
+            }
+            Op::DoneInFlight(n) => {
+                if model.processing.is_empty() {
+                    return;
+                }
+                let k = model.processing[usize::from(n) % model.processing.len()].0;
+                let now = self.clock.now();
+                assert!(model.done(k, now));
+                assert_eq!(
+                    queue.done(&k),
+                    Ok(()),
+                    "step {step}: done({k}) of an item in flight"
+                );
+            }
+            Op::AddAfter(k, ms) => self.add_after(k % KEYS, Duration::from_millis(ms.into()), step),
+            Op::AddAfterForever(k) => self.add_after(k % KEYS, Duration::MAX, step),
+            Op::Advance(ms) => {
+                self.clock.advance(Duration::from_millis(ms.into()));
+                let now = self.clock.now();
+                if !model.shutting_down {
+                    model.fire_due(now);
+                }
+                let weak = Arc::downgrade(&queue.shared);
+                let next = crate::background::tick(&weak, &mut self.next_metrics);
+                assert_eq!(
+                    next.is_none(),
+                    model.shutting_down,
+                    "step {step}: timer loop exits"
+                );
+            }
+            Op::ShutDown => {
+                model.shut_down(false);
+                queue.shut_down();
+            }
+            Op::ShutDownWithDrain => {
+                model.shut_down(true);
+                if model.draining && !model.is_drained() {
+                    // The public call would wait for workers this run does not have.
+                    queue.shared.shut_down(true);
+                } else {
+                    queue.shut_down_with_drain();
+                }
+            }
+        }
+    }
+
+    /// What `DelayingQueue::add_after` does, on a queue without the timer thread.
+    fn add_after(&mut self, k: u8, delay: Duration, step: usize) {
+        let shared = &self.queue.shared;
+        let now = self.clock.now();
+        let at = saturating_add(now, delay);
+        let want = self.model.add_at(k, at, now);
+        let mut g = shared.lock();
+        let outcome = g.st.add_at(k, at, now, shared.metrics.is_some());
+        let got = shared.after_add(g, outcome);
+        assert_eq!(got, want, "step {step}: add_after({k}, {delay:?}) accepted");
+    }
+
+    fn check(&self, step: usize, op: &Op) {
+        let model = &self.model;
+        let queue = &self.queue;
+        let ctx = format!("after step {step} ({op:?}); model {model:?}");
+        assert_eq!(queue.len(), model.ready.len(), "len {ctx}");
+        assert_eq!(queue.in_flight(), model.processing.len(), "in_flight {ctx}");
+        assert_eq!(
+            queue.is_shutting_down(),
+            model.shutting_down,
+            "is_shutting_down {ctx}"
+        );
+        let mut g = queue.shared.lock();
+        assert_eq!(g.st.waiting(), model.waiting.len(), "waiting {ctx}");
+        assert_eq!(g.st.is_draining(), model.draining, "draining {ctx}");
+        let ready: Vec<u8> = g.st.ready().copied().collect();
+        assert_eq!(ready, Vec::from(model.ready.clone()), "ready order {ctx}");
+        for k in 0..KEYS {
+            let slot = g.st.slot(&k);
+            let then = model
+                .processing
+                .iter()
+                .find(|(p, _)| *p == k)
+                .map(|(_, t)| *t);
+            match (slot, then) {
+                (Some(Slot::Processing { then, .. }), Some(want)) => {
+                    let got = match then {
+                        Then::Nothing => ThenModel::Nothing,
+                        Then::Requeue { .. } => ThenModel::Requeue,
+                        Then::Wait { at } => ThenModel::Wait(at),
+                    };
+                    assert_eq!(got, want, "slot of {k} {ctx}");
+                }
+                (Some(Slot::Queued { .. }), None) => {
+                    assert!(model.ready.contains(&k), "{k} queued {ctx}")
+                }
+                (Some(Slot::Waiting { at }), None) => {
+                    assert_eq!(
+                        model.waiting.get(&k).map(|w| w.0),
+                        Some(at),
+                        "{k} waiting {ctx}"
+                    )
+                }
+                (None, None) => assert!(
+                    !model.ready.contains(&k) && !model.waiting.contains_key(&k),
+                    "{k} unknown {ctx}"
+                ),
+                (slot, then) => panic!("slot of {k} is {slot:?}, model in flight {then:?} {ctx}"),
+            }
+        }
+        let earliest = model.waiting.values().map(|w| w.0).min();
+        assert_eq!(g.st.next_deadline(), earliest, "next deadline {ctx}");
+        drop(g);
+        if let (Some(depth), false) = (&self.depth, model.depth_unreliable) {
+            // client-go's depth: items marked dirty and not yet handed out, which includes items
+            // re-added (without delay) while in flight.
+            let dirty_in_flight = model
+                .processing
+                .iter()
+                .filter(|(_, t)| *t == ThenModel::Requeue)
+                .count();
+            let want = (model.ready.len() + dirty_in_flight) as i64;
+            assert_eq!(
+                depth.0.load(Ordering::SeqCst),
+                want,
+                "workqueue_depth {ctx}"
+            );
+        }
+    }
+}
+
+/// The `workqueue_depth` gauge of a [`Counting`] provider.
+#[derive(Debug, Default)]
+struct Depth(AtomicI64);
+
+impl GaugeMetric for Depth {
+    fn inc(&self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+    fn dec(&self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A metrics provider that only keeps the depth gauge.
+struct Counting(Arc<Depth>);
+
+struct Ignore;
+
+impl CounterMetric for Ignore {
+    fn inc(&self) {}
+}
+impl HistogramMetric for Ignore {
+    fn observe(&self, _: f64) {}
+}
+impl SettableGaugeMetric for Ignore {
+    fn set(&self, _: f64) {}
+}
+
+impl MetricsProvider for Counting {
+    fn new_depth_metric(&self, _: &str) -> Arc<dyn GaugeMetric> {
+        self.0.clone()
+    }
+    fn new_adds_metric(&self, _: &str) -> Arc<dyn CounterMetric> {
+        Arc::new(Ignore)
+    }
+    fn new_latency_metric(&self, _: &str) -> Arc<dyn HistogramMetric> {
+        Arc::new(Ignore)
+    }
+    fn new_work_duration_metric(&self, _: &str) -> Arc<dyn HistogramMetric> {
+        Arc::new(Ignore)
+    }
+    fn new_unfinished_work_seconds_metric(&self, _: &str) -> Arc<dyn SettableGaugeMetric> {
+        Arc::new(Ignore)
+    }
+    fn new_longest_running_processor_seconds_metric(
+        &self,
+        _: &str,
+    ) -> Arc<dyn SettableGaugeMetric> {
+        Arc::new(Ignore)
+    }
+    fn new_retries_metric(&self, _: &str) -> Arc<dyn CounterMetric> {
+        Arc::new(Ignore)
+    }
+}

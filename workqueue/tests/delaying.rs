@@ -3,7 +3,7 @@
 //! for the timer thread, and "nothing became ready" is shown by a sentinel that must come out next.
 
 use kcache_core::{Clock, FakeClock};
-use kcache_workqueue::{DelayingQueue, QueueConfig};
+use kcache_workqueue::{metrics, DelayingQueue, MetricsProvider, QueueConfig};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -215,4 +215,128 @@ fn many_delayed_items_with_one_deadline_come_out_in_add_order() {
     clock.advance(SEC);
     let got: Vec<_> = (0..items.len()).map(|_| q.get().unwrap()).collect();
     assert_eq!(got, items);
+}
+
+/// A metrics provider that keeps only `workqueue_depth` and `workqueue_adds_total`.
+#[derive(Default)]
+struct DepthProvider {
+    depth: Arc<Gauge>,
+    adds: Arc<Gauge>,
+}
+
+#[derive(Default)]
+struct Gauge(std::sync::atomic::AtomicI64);
+
+impl Gauge {
+    fn get(&self) -> i64 {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl metrics::GaugeMetric for Gauge {
+    fn inc(&self) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+    fn dec(&self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl metrics::CounterMetric for Gauge {
+    fn inc(&self) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+struct Ignored;
+impl metrics::CounterMetric for Ignored {
+    fn inc(&self) {}
+}
+impl metrics::HistogramMetric for Ignored {
+    fn observe(&self, _: f64) {}
+}
+impl metrics::SettableGaugeMetric for Ignored {
+    fn set(&self, _: f64) {}
+}
+
+impl MetricsProvider for DepthProvider {
+    fn new_depth_metric(&self, _: &str) -> Arc<dyn metrics::GaugeMetric> {
+        self.depth.clone()
+    }
+    fn new_adds_metric(&self, _: &str) -> Arc<dyn metrics::CounterMetric> {
+        self.adds.clone()
+    }
+    fn new_latency_metric(&self, _: &str) -> Arc<dyn metrics::HistogramMetric> {
+        Arc::new(Ignored)
+    }
+    fn new_work_duration_metric(&self, _: &str) -> Arc<dyn metrics::HistogramMetric> {
+        Arc::new(Ignored)
+    }
+    fn new_unfinished_work_seconds_metric(&self, _: &str) -> Arc<dyn metrics::SettableGaugeMetric> {
+        Arc::new(Ignored)
+    }
+    fn new_longest_running_processor_seconds_metric(
+        &self,
+        _: &str,
+    ) -> Arc<dyn metrics::SettableGaugeMetric> {
+        Arc::new(Ignored)
+    }
+    fn new_retries_metric(&self, _: &str) -> Arc<dyn metrics::CounterMetric> {
+        Arc::new(Ignored)
+    }
+}
+
+fn delaying_with_depth() -> (
+    DelayingQueue<&'static str>,
+    FakeClock,
+    Arc<Gauge>,
+    Arc<Gauge>,
+) {
+    let clock = FakeClock::new();
+    let provider = DepthProvider::default();
+    let (depth, adds) = (provider.depth.clone(), provider.adds.clone());
+    let config = QueueConfig::new()
+        .name("depth")
+        .metrics_provider(Arc::new(provider))
+        .clock(Arc::new(clock.clone()));
+    (DelayingQueue::with_config(config), clock, depth, adds)
+}
+
+#[test]
+#[ignore = "known bug: State::add_at reports Added::Deferred for a delayed re-add of an item in \
+            flight, so workqueue_depth and workqueue_adds_total count it at add_after and again \
+            when it fires (fix: Added::Delayed { earliest: false } there, and count the add at \
+            done when the delay already passed)"]
+fn workqueue_depth_counts_a_delayed_re_add_of_an_item_in_flight_once_it_is_ready() {
+    // Found by the model test (`fuzz::run` with a counting provider). Today: depth 2 and adds 3
+    // after the two `add_after` calls below.
+    let (q, clock, depth, adds) = delaying_with_depth();
+    q.add("a");
+    assert_eq!((depth.get(), adds.get()), (1, 1));
+    assert_eq!(q.get(), Some("a"));
+    assert_eq!(depth.get(), 0);
+    // In flight and due later: not pending yet, like an item waiting in the heap.
+    assert!(q.add_after("a", SEC));
+    assert!(q.add_after("a", 500 * MS));
+    assert_eq!((depth.get(), adds.get()), (0, 1));
+    q.done(&"a").unwrap();
+    assert_eq!((depth.get(), adds.get(), q.waiting_len()), (0, 1, 1));
+    clock.advance(500 * MS);
+    assert_eq!(q.get(), Some("a"));
+    assert_eq!((depth.get(), adds.get()), (0, 2));
+
+    // Due before its done: it becomes pending at the done.
+    assert!(q.add_after("a", SEC));
+    clock.advance(SEC);
+    assert_eq!(depth.get(), 0);
+    q.done(&"a").unwrap();
+    assert_eq!((depth.get(), adds.get(), q.len()), (1, 3, 1));
+    assert_eq!(q.get(), Some("a"));
+    assert_eq!(depth.get(), 0);
+
+    // Dropped by the shutdown: never pending.
+    assert!(q.add_after("a", SEC));
+    q.shut_down();
+    q.done(&"a").unwrap();
+    assert_eq!((depth.get(), adds.get(), q.len()), (0, 3, 0));
 }
