@@ -122,7 +122,11 @@ impl<T> FifoCore<T> {
         listed: Vec<(ObjectKey, Arc<T>)>,
         known: Option<&dyn KnownObjects<T>>,
     ) {
-        let ty = if self.emit_replaced { DeltaType::Replaced } else { DeltaType::Sync };
+        let ty = if self.emit_replaced {
+            DeltaType::Replaced
+        } else {
+            DeltaType::Sync
+        };
         let mut keys = HashSet::with_capacity(listed.len());
         for (key, obj) in listed {
             keys.insert(key.clone());
@@ -134,7 +138,11 @@ impl<T> FifoCore<T> {
             .iter()
             .filter(|k| !keys.contains(*k))
             .map(|k| {
-                let newest = self.items.get(k).and_then(|d| d.last()).and_then(|d| d.object.object());
+                let newest = self
+                    .items
+                    .get(k)
+                    .and_then(|d| d.last())
+                    .and_then(|d| d.object.object());
                 (k.clone(), newest.cloned())
             })
             .collect();
@@ -184,10 +192,20 @@ impl<T> FifoCore<T> {
 
     /// Takes the oldest queued key that is not in flight.
     pub(crate) fn next(&mut self) -> Next<T> {
-        let Some(pos) = self.queue.iter().position(|k| !self.in_flight.contains_key(k)) else {
-            return if self.closed && self.queue.is_empty() { Next::Closed } else { Next::Wait };
+        let Some(pos) = self
+            .queue
+            .iter()
+            .position(|k| !self.in_flight.contains_key(k))
+        else {
+            return if self.closed && self.queue.is_empty() {
+                Next::Closed
+            } else {
+                Next::Wait
+            };
         };
-        let Some(key) = self.queue.remove(pos) else { return Next::Wait };
+        let Some(key) = self.queue.remove(pos) else {
+            return Next::Wait;
+        };
         let deltas = self.items.remove(&key).unwrap_or_default();
         let initial = self.initial.remove(&key);
         if initial {
@@ -200,7 +218,11 @@ impl<T> FifoCore<T> {
             initial,
         };
         self.in_flight.insert(key.clone(), flight);
-        Next::Ready(Taken { key, deltas: Deltas::from(deltas), is_in_initial_list: initial })
+        Next::Ready(Taken {
+            key,
+            deltas: Deltas::from(deltas),
+            is_in_initial_list: initial,
+        })
     }
 
     /// The process function for `key` returned (successfully or not) or panicked.
@@ -248,10 +270,13 @@ impl<T> FifoCore<T> {
             }
             match self.items.get(k) {
                 None => return Err(format!("queued key {k:?} has no deltas")),
-                Some(d) if d.is_empty() => return Err(format!("queued key {k:?} has empty deltas")),
+                Some(d) if d.is_empty() => {
+                    return Err(format!("queued key {k:?} has empty deltas"))
+                }
                 Some(d) => {
                     if d.windows(2).any(|w| {
-                        w[0].delta_type == DeltaType::Deleted && w[1].delta_type == DeltaType::Deleted
+                        w[0].delta_type == DeltaType::Deleted
+                            && w[1].delta_type == DeltaType::Deleted
                     }) {
                         return Err(format!("key {k:?} holds two adjacent Deleted deltas"));
                     }
@@ -292,7 +317,6 @@ fn dedup_trailing_deletes<T>(list: &mut Vec<Delta<T>>) {
         }
     }
 }
-
 
 #[cfg(test)]
 mod tests;

@@ -63,7 +63,10 @@ pub struct DeletedFinalStateUnknown<T> {
 
 impl<T> Clone for DeletedFinalStateUnknown<T> {
     fn clone(&self) -> Self {
-        Self { key: self.key.clone(), obj: self.obj.clone() }
+        Self {
+            key: self.key.clone(),
+            obj: self.obj.clone(),
+        }
     }
 }
 
@@ -133,14 +136,20 @@ pub struct Delta<T> {
 
 impl<T> Clone for Delta<T> {
     fn clone(&self) -> Self {
-        Self { delta_type: self.delta_type, object: self.object.clone() }
+        Self {
+            delta_type: self.delta_type,
+            object: self.object.clone(),
+        }
     }
 }
 
 impl<T> Delta<T> {
     /// A delta carrying a real object.
     pub fn new(delta_type: DeltaType, obj: Arc<T>) -> Self {
-        Self { delta_type, object: DeltaObject::Object(obj) }
+        Self {
+            delta_type,
+            object: DeltaObject::Object(obj),
+        }
     }
 
     /// A `Deleted` delta carrying a tombstone.

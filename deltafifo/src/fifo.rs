@@ -4,8 +4,8 @@ use crate::core::{FifoCore, Next, Taken};
 use crate::options::Transformer;
 use crate::sync::{Condvar, Mutex, MutexGuard};
 use crate::{DeltaFifoError, DeltaFifoOptions, Deltas, PopError, PopFuture};
-use kcache_core::{KeyError, KnownObjects, Meta, ObjectAccessor, ObjectKey, ReflectorStore};
 use kcache_core::ResourceVersion;
+use kcache_core::{KeyError, KnownObjects, Meta, ObjectAccessor, ObjectKey, ReflectorStore};
 use std::collections::HashMap;
 use std::fmt;
 use std::marker::PhantomData;
@@ -289,7 +289,10 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
         taken: Taken<T>,
         process: impl FnOnce(Deltas<T>, bool) -> Result<R, E>,
     ) -> Result<R, PopError<E>> {
-        let guard = FinishGuard { fifo: self, key: Some(taken.key) };
+        let guard = FinishGuard {
+            fifo: self,
+            key: Some(taken.key),
+        };
         let result = process(taken.deltas, taken.is_in_initial_list);
         drop(guard);
         result.map_err(PopError::Process)

@@ -109,7 +109,11 @@ const NAMES: [&str; 5] = ["", "k1", "k2", "k3", "k4"];
 const POISON: u8 = 13;
 
 fn obj(key: u8, val: u8, xf: u8) -> Arc<FuzzObj> {
-    Arc::new(FuzzObj { name: NAMES[usize::from(key) % NAMES.len()], val, xf })
+    Arc::new(FuzzObj {
+        name: NAMES[usize::from(key) % NAMES.len()],
+        val,
+        xf,
+    })
 }
 
 fn key_of(key: u8) -> Option<ObjectKey> {
@@ -168,12 +172,22 @@ impl Driver {
                 if o.val == POISON {
                     return Err("poisoned object");
                 }
-                Ok(Arc::new(FuzzObj { xf: o.xf + 1, ..(*o).clone() }))
+                Ok(Arc::new(FuzzObj {
+                    xf: o.xf + 1,
+                    ..(*o).clone()
+                }))
             });
         }
         let fifo = DeltaFifo::with_options(options);
         let model = Model::new(emit_replaced);
-        Self { fifo, model, known, use_known: known_objects, transformer, in_flight: Vec::new() }
+        Self {
+            fifo,
+            model,
+            known,
+            use_known: known_objects,
+            transformer,
+            in_flight: Vec::new(),
+        }
     }
 
     fn xf(&self) -> u8 {
@@ -196,8 +210,14 @@ impl Driver {
             DeltaType::Updated => self.fifo.update(o),
             _ => self.fifo.delete(o),
         };
-        assert_eq!(result.is_err(), self.refused(key, val), "{ty} of ({key}, {val})");
-        let Some(k) = key_of(key).filter(|_| result.is_ok()) else { return };
+        assert_eq!(
+            result.is_err(),
+            self.refused(key, val),
+            "{ty} of ({key}, {val})"
+        );
+        let Some(k) = key_of(key).filter(|_| result.is_ok()) else {
+            return;
+        };
         let o = obj(key, val, self.xf());
         if ty == DeltaType::Deleted {
             let known = self.known_snapshot();
@@ -215,7 +235,9 @@ impl Driver {
         if refused {
             return;
         }
-        let listed = list.iter().filter_map(|&(k, v)| Some((key_of(k)?, obj(k, v, self.xf()))));
+        let listed = list
+            .iter()
+            .filter_map(|&(k, v)| Some((key_of(k)?, obj(k, v, self.xf()))));
         let known = self.known_snapshot();
         self.model.replace(listed.collect(), known.as_ref());
     }
@@ -228,12 +250,21 @@ impl Driver {
             Next::Closed => ModelNext::Closed,
         };
         assert_eq!(got, self.model.next(), "pop diverged from the model");
-        let ModelNext::Ready(key, deltas, _) = got else { return None };
-        assert!(!self.in_flight.contains(&key), "{key:?} handed to two poppers at once");
+        let ModelNext::Ready(key, deltas, _) = got else {
+            return None;
+        };
+        assert!(
+            !self.in_flight.contains(&key),
+            "{key:?} handed to two poppers at once"
+        );
         assert!(!deltas.is_empty(), "{key:?} handed out with no deltas");
         for d in &deltas {
             if let Some(o) = d.object.object() {
-                assert_eq!(o.xf, self.xf(), "object transformed a wrong number of times: {d:?}");
+                assert_eq!(
+                    o.xf,
+                    self.xf(),
+                    "object transformed a wrong number of times: {d:?}"
+                );
             }
         }
         self.in_flight.push(key.clone());
@@ -295,9 +326,21 @@ impl Driver {
         if let Err(e) = st.core.check_invariants() {
             panic!("invariant broken after {op:?}: {e}");
         }
-        assert_eq!(st.core.snapshot(), self.model.queue, "queue diverged after {op:?}");
-        assert_eq!(st.core.has_synced(), self.model.has_synced(), "has_synced after {op:?}");
-        assert_eq!(st.core.is_closed(), self.model.closed, "closed after {op:?}");
+        assert_eq!(
+            st.core.snapshot(),
+            self.model.queue,
+            "queue diverged after {op:?}"
+        );
+        assert_eq!(
+            st.core.has_synced(),
+            self.model.has_synced(),
+            "has_synced after {op:?}"
+        );
+        assert_eq!(
+            st.core.is_closed(),
+            self.model.closed,
+            "closed after {op:?}"
+        );
         for (_, deltas) in &self.model.queue {
             for d in deltas {
                 if let Some(o) = d.object.object() {
@@ -312,9 +355,11 @@ impl Driver {
 /// invariant.
 pub fn run(ops: &[Op]) {
     let (known, emit, xf) = match ops.first() {
-        Some(Op::Config { known_objects, emit_replaced, transformer }) => {
-            (*known_objects, *emit_replaced, *transformer)
-        }
+        Some(Op::Config {
+            known_objects,
+            emit_replaced,
+            transformer,
+        }) => (*known_objects, *emit_replaced, *transformer),
         _ => (true, true, true),
     };
     let mut driver = Driver::new(known, emit, xf);
@@ -327,14 +372,21 @@ pub fn run(ops: &[Op]) {
     // whenever it was populated.
     for (key, deltas) in std::mem::take(&mut held) {
         driver.finish(&key, Some(&deltas));
-        driver.check(&Op::PopFinish { index: 0, apply: true });
+        driver.check(&Op::PopFinish {
+            index: 0,
+            apply: true,
+        });
     }
     while let Some((key, deltas)) = driver.begin() {
         driver.finish(&key, Some(&deltas));
         driver.check(&Op::Pop);
     }
     assert!(driver.fifo.is_empty(), "FIFO not drained");
-    assert_eq!(driver.fifo.has_synced(), driver.model.populated, "drained but not synced");
+    assert_eq!(
+        driver.fifo.has_synced(),
+        driver.model.populated,
+        "drained but not synced"
+    );
 }
 
 /// Decodes `data` as a list of [`Op`]s (as the `deltafifo_ops` fuzz target does) and runs it.

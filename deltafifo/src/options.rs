@@ -46,7 +46,11 @@ pub struct DeltaFifoOptions<T> {
 
 impl<T> Default for DeltaFifoOptions<T> {
     fn default() -> Self {
-        Self { known_objects: None, emit_delta_type_replaced: false, transformer: None }
+        Self {
+            known_objects: None,
+            emit_delta_type_replaced: false,
+            transformer: None,
+        }
     }
 }
 

@@ -24,13 +24,19 @@ impl<T, M: Meta<T>, F> Unpin for PopFuture<'_, T, M, F> {}
 
 impl<'a, T, M: Meta<T>, F> PopFuture<'a, T, M, F> {
     pub(crate) fn new(fifo: &'a DeltaFifo<T, M>, process: F) -> Self {
-        Self { fifo, process: Some(process), waker_id: None }
+        Self {
+            fifo,
+            process: Some(process),
+            waker_id: None,
+        }
     }
 }
 
 impl<T, M: Meta<T>, F> fmt::Debug for PopFuture<'_, T, M, F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PopFuture").field("done", &self.process.is_none()).finish_non_exhaustive()
+        f.debug_struct("PopFuture")
+            .field("done", &self.process.is_none())
+            .finish_non_exhaustive()
     }
 }
 

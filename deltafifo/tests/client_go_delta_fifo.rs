@@ -65,7 +65,11 @@ fn pop(f: &DeltaFifo<Obj>) -> Deltas<Obj> {
 }
 
 fn pop_newest_val(f: &DeltaFifo<Obj>) -> u32 {
-    pop(f).newest().and_then(|d| d.object.object()).map(|o| o.val).unwrap()
+    pop(f)
+        .newest()
+        .and_then(|d| d.object.object())
+        .map(|o| o.val)
+        .unwrap()
 }
 
 fn d(ty: DeltaType, name: &'static str, val: u32) -> Delta<Obj> {
@@ -84,15 +88,17 @@ fn rv() -> ResourceVersion {
 fn two_concurrent_producers_each_see_their_own_order_kept() {
     let f: Arc<DeltaFifo<Obj>> = Arc::new(plain());
     const N: u32 = 200;
-    let names: Vec<&'static str> =
-        (0..2 * N).map(|i| &*Box::leak(format!("o{i}").into_boxed_str())).collect();
+    let names: Vec<&'static str> = (0..2 * N)
+        .map(|i| &*Box::leak(format!("o{i}").into_boxed_str()))
+        .collect();
     let producers: Vec<_> = [0, N]
         .into_iter()
         .map(|base| {
             let (f, names) = (f.clone(), names.clone());
             std::thread::spawn(move || {
                 for i in 0..N {
-                    f.add(obj(names[(base + i) as usize], base + i + 1)).unwrap();
+                    f.add(obj(names[(base + i) as usize], base + i + 1))
+                        .unwrap();
                 }
             })
         })
@@ -100,7 +106,11 @@ fn two_concurrent_producers_each_see_their_own_order_kept() {
     let (mut last_low, mut last_high) = (0, N);
     for _ in 0..2 * N {
         let v = pop_newest_val(&f);
-        let last = if v <= N { &mut last_low } else { &mut last_high };
+        let last = if v <= N {
+            &mut last_low
+        } else {
+            &mut last_high
+        };
         assert!(v > *last, "{v} came after {last}");
         *last = v;
     }
@@ -114,7 +124,8 @@ fn a_relist_after_a_queued_delete_still_delivers_the_listed_object() {
     // kubernetes/kubernetes#83810: without the Replaced delta the informer misses the re-creation.
     let f = with_known(&[("foo", 1)], true);
     f.delete(obj("foo", 1)).unwrap();
-    f.replace(vec![obj("foo", 2)], ResourceVersion::default()).unwrap();
+    f.replace(vec![obj("foo", 2)], ResourceVersion::default())
+        .unwrap();
     assert_eq!(*pop(&f), [d(Deleted, "foo", 1), d(Replaced, "foo", 2)]);
 }
 
@@ -149,9 +160,13 @@ fn the_transformer_sees_each_object_once_and_tombstones_carry_transformed_object
         }
     }
     let mk = |name, rv| Arc::new(X { name, rv, xfrm: 0 });
-    let f: DeltaFifo<X> = DeltaFifo::with_options(DeltaFifoOptions::new().transformer(
-        |x: Arc<X>| Ok::<_, std::convert::Infallible>(Arc::new(X { xfrm: x.xfrm + 1, ..*x })),
-    ));
+    let f: DeltaFifo<X> =
+        DeltaFifo::with_options(DeltaFifoOptions::new().transformer(|x: Arc<X>| {
+            Ok::<_, std::convert::Infallible>(Arc::new(X {
+                xfrm: x.xfrm + 1,
+                ..*x
+            }))
+        }));
     f.add(mk("foo", 10)).unwrap();
     f.add(mk("bar", 11)).unwrap();
     f.update(mk("foo", 12)).unwrap();
@@ -163,7 +178,10 @@ fn the_transformer_sees_each_object_once_and_tombstones_carry_transformed_object
         let deltas = f.pop(|d, _| Ok::<_, std::convert::Infallible>(d)).unwrap();
         let newest = deltas.newest().unwrap();
         let x = newest.object.object().unwrap();
-        assert_eq!((x.name, x.rv, x.xfrm, newest.object.is_tombstone()), (name, rv, 1, tombstone));
+        assert_eq!(
+            (x.name, x.rv, x.xfrm, newest.object.is_tombstone()),
+            (name, rv, 1, tombstone)
+        );
     }
 }
 
@@ -248,13 +266,21 @@ fn replace_makes_deletions_for_everything_missing_from_the_list() {
     f.delete(obj("bar", 6)).unwrap();
     f.add(obj("bar", 100)).unwrap();
     f.replace(vec![obj("foo", 5)], rv()).unwrap();
-    assert_eq!(*pop(&f), [d(Deleted, "bar", 6), d(Added, "bar", 100), tomb("bar", Some(100))]);
+    assert_eq!(
+        *pop(&f),
+        [
+            d(Deleted, "bar", 6),
+            d(Added, "bar", 100),
+            tomb("bar", Some(100))
+        ]
+    );
     assert_eq!(*pop(&f), [d(Sync, "foo", 5)]);
     assert_eq!(*pop(&f), [tomb("baz", Some(7))]);
 
     // Two relists: the second one's tombstone for bar uses the first one's listed state.
     let f = with_known(&known, false);
-    f.replace(vec![obj("bar", 100), obj("foo", 5)], rv()).unwrap();
+    f.replace(vec![obj("bar", 100), obj("foo", 5)], rv())
+        .unwrap();
     f.replace(vec![obj("foo", 5)], rv()).unwrap();
     assert_eq!(*pop(&f), [d(Sync, "bar", 100), tomb("bar", Some(100))]);
     assert_eq!(*pop(&f), [d(Sync, "foo", 5), d(Sync, "foo", 5)]);
@@ -298,11 +324,15 @@ fn resync_after_an_update_does_not_queue_a_stale_sync() {
 fn has_synced_waits_for_the_initial_tombstones_too() {
     let f = with_known(&[("foo", 5), ("bar", 6), ("baz", 7)], false);
     f.replace(vec![obj("foo", 5)], rv()).unwrap();
-    for expected in [vec![d(Sync, "foo", 5)], vec![tomb("bar", Some(6))], vec![tomb("baz", Some(7))]]
-    {
+    for expected in [
+        vec![d(Sync, "foo", 5)],
+        vec![tomb("bar", Some(6))],
+        vec![tomb("baz", Some(7))],
+    ] {
         assert!(!f.has_synced());
-        let (deltas, initial) =
-            f.pop(|d, initial| Ok::<_, std::convert::Infallible>((d, initial))).unwrap();
+        let (deltas, initial) = f
+            .pop(|d, initial| Ok::<_, std::convert::Infallible>((d, initial)))
+            .unwrap();
         assert_eq!(*deltas, expected);
         assert!(initial);
     }
@@ -336,7 +366,13 @@ fn has_synced_follows_the_first_population() {
         (vec![two, popper], false),
         (vec![two, popper, popper], true),
         // Duplicate keys in one list (a broken server) count once.
-        (vec![|f| f.replace(vec![obj("a", 1), obj("a", 2)], rv()).unwrap(), popper], true),
+        (
+            vec![
+                |f| f.replace(vec![obj("a", 1), obj("a", 2)], rv()).unwrap(),
+                popper,
+            ],
+            true,
+        ),
     ];
     for (i, (actions, synced)) in cases.into_iter().enumerate() {
         let f = plain();

@@ -2,9 +2,7 @@
 //! pops, close.
 
 use kcache_core::{KeyError, KnownObjects, Object, ObjectKey, ReflectorStore, ResourceVersion};
-use kcache_deltafifo::{
-    DeltaFifo, DeltaFifoError, DeltaFifoOptions, DeltaType, Deltas, PopError,
-};
+use kcache_deltafifo::{DeltaFifo, DeltaFifoError, DeltaFifoOptions, DeltaType, Deltas, PopError};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -29,7 +27,11 @@ impl Object for Pod {
 }
 
 fn pod(name: &str, val: u32) -> Arc<Pod> {
-    Arc::new(Pod { name: name.into(), val, transformed: 0 })
+    Arc::new(Pod {
+        name: name.into(),
+        val,
+        transformed: 0,
+    })
 }
 
 #[derive(Default)]
@@ -70,9 +72,14 @@ fn a_key_accessor_failure_is_a_typed_error_and_changes_nothing() {
     let fifo: DeltaFifo<Pod> = DeltaFifo::new();
     let err = fifo.add(pod("", 1)).unwrap_err();
     assert!(matches!(err, DeltaFifoError::Key(KeyError::MissingName)));
-    assert!(fifo.replace(vec![pod("a", 1), pod("", 2)], "1".into()).is_err());
+    assert!(fifo
+        .replace(vec![pod("a", 1), pod("", 2)], "1".into())
+        .is_err());
     assert!(fifo.is_empty());
-    assert!(!fifo.has_synced(), "a refused write does not populate the FIFO");
+    assert!(
+        !fifo.has_synced(),
+        "a refused write does not populate the FIFO"
+    );
 }
 
 fn counting_transformer(fail_on: u32) -> DeltaFifoOptions<Pod> {
@@ -80,14 +87,21 @@ fn counting_transformer(fail_on: u32) -> DeltaFifoOptions<Pod> {
         if p.val == fail_on {
             return Err(format!("cannot transform {}", p.name));
         }
-        Ok(Arc::new(Pod { transformed: p.transformed + 1, ..(*p).clone() }))
+        Ok(Arc::new(Pod {
+            transformed: p.transformed + 1,
+            ..(*p).clone()
+        }))
     })
 }
 
 #[test]
 fn the_transformer_runs_once_per_object_never_on_tombstones_or_resync() {
     let known = Arc::new(Known::default());
-    known.0.lock().unwrap().insert(ObjectKey::new("ns/k").unwrap(), pod("k", 9));
+    known
+        .0
+        .lock()
+        .unwrap()
+        .insert(ObjectKey::new("ns/k").unwrap(), pod("k", 9));
     let fifo: DeltaFifo<Pod> =
         DeltaFifo::with_options(counting_transformer(u32::MAX).known_objects(known.clone()));
     fifo.add(pod("a", 1)).unwrap();
@@ -109,7 +123,9 @@ fn the_transformer_runs_once_per_object_never_on_tombstones_or_resync() {
 #[test]
 fn a_transformer_failure_refuses_the_whole_replace() {
     let fifo: DeltaFifo<Pod> = DeltaFifo::with_options(counting_transformer(13));
-    let err = fifo.replace(vec![pod("a", 1), pod("b", 13)], "1".into()).unwrap_err();
+    let err = fifo
+        .replace(vec![pod("a", 1), pod("b", 13)], "1".into())
+        .unwrap_err();
     assert!(matches!(err, DeltaFifoError::Transform(_)));
     assert!(std::error::Error::source(&err).is_some());
     assert!(fifo.is_empty());
@@ -136,7 +152,11 @@ fn a_panicking_process_function_does_not_wedge_its_key() {
     assert!(caught.is_err());
     assert!(fifo.has_synced());
     fifo.update(pod("a", 2)).unwrap();
-    assert_eq!(fifo.pop(|d, _| ok(d.len())).unwrap(), 1, "a is handed out again");
+    assert_eq!(
+        fifo.pop(|d, _| ok(d.len())).unwrap(),
+        1,
+        "a is handed out again"
+    );
 }
 
 #[test]
@@ -156,7 +176,10 @@ fn a_blocked_pop_wakes_on_add_and_on_close() {
         std::thread::spawn(move || {
             let first = fifo.pop(|d, _| ok(d.newest().and_then(|d| d.object.object().cloned())));
             let second = fifo.pop(|_, _| ok(()));
-            (first.ok().flatten().map(|p| p.val), second.err().map(|e| e.is_closed()))
+            (
+                first.ok().flatten().map(|p| p.val),
+                second.err().map(|e| e.is_closed()),
+            )
         })
     };
     fifo.add(pod("a", 7)).unwrap();
@@ -179,7 +202,10 @@ fn pop_async_parks_until_a_write_arrives() {
     let mut cx = Context::from_waker(noop_waker_ref());
     assert!(std::pin::Pin::new(&mut fut).poll(&mut cx).is_pending());
     fifo.add(pod("a", 1)).unwrap();
-    assert!(matches!(std::pin::Pin::new(&mut fut).poll(&mut cx), Poll::Ready(Ok(1))));
+    assert!(matches!(
+        std::pin::Pin::new(&mut fut).poll(&mut cx),
+        Poll::Ready(Ok(1))
+    ));
 }
 
 #[test]
@@ -196,7 +222,11 @@ fn pop_async_is_woken_by_another_thread() {
     };
     let popped = AtomicUsize::new(0);
     futures::executor::block_on(async {
-        while fifo.pop_async(|_, _| ok(popped.fetch_add(1, Ordering::SeqCst))).await.is_ok() {}
+        while fifo
+            .pop_async(|_, _| ok(popped.fetch_add(1, Ordering::SeqCst)))
+            .await
+            .is_ok()
+        {}
     });
     writer.join().unwrap();
     assert_eq!(popped.load(Ordering::SeqCst), 100);
@@ -227,7 +257,15 @@ fn the_fifo_is_a_reflector_store() {
     let fifo: DeltaFifo<Pod> = DeltaFifo::new();
     feed(&fifo).unwrap();
     let all = pop_all(&fifo);
-    let types: Vec<Vec<DeltaType>> =
-        all.iter().map(|d| d.iter().map(|d| d.delta_type).collect()).collect();
-    assert_eq!(types, [vec![DeltaType::Sync, DeltaType::Deleted], vec![DeltaType::Added]]);
+    let types: Vec<Vec<DeltaType>> = all
+        .iter()
+        .map(|d| d.iter().map(|d| d.delta_type).collect())
+        .collect();
+    assert_eq!(
+        types,
+        [
+            vec![DeltaType::Sync, DeltaType::Deleted],
+            vec![DeltaType::Added]
+        ]
+    );
 }

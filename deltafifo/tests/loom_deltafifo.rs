@@ -66,9 +66,15 @@ impl KnownObjects<Obj> for Store {
 fn drain(fifo: &DeltaFifo<Obj>, busy: &[AtomicBool; 2], seen: &AtomicUsize, store: &Store) {
     loop {
         let r = fifo.pop(|deltas, _| {
-            let name = deltas.newest().and_then(|d| d.object.object()).map_or("a", |o| o.name);
+            let name = deltas
+                .newest()
+                .and_then(|d| d.object.object())
+                .map_or("a", |o| o.name);
             let flag = &busy[usize::from(name != "a")];
-            assert!(!flag.swap(true, Ordering::SeqCst), "{name} handed to two poppers at once");
+            assert!(
+                !flag.swap(true, Ordering::SeqCst),
+                "{name} handed to two poppers at once"
+            );
             seen.fetch_add(deltas.len(), Ordering::SeqCst);
             store.apply(&deltas);
             flag.store(false, Ordering::SeqCst);
@@ -88,7 +94,7 @@ fn two_poppers_never_share_a_key_and_lose_no_delta() {
         let fifo: Arc<DeltaFifo<Obj>> = Arc::new(DeltaFifo::new());
         let busy = Arc::new([AtomicBool::new(false), AtomicBool::new(false)]);
         let seen = Arc::new(AtomicUsize::new(0));
-        let store = Arc::new(Store::default());
+        let store = std::sync::Arc::new(Store::default());
         let poppers: Vec<_> = (0..2)
             .map(|_| {
                 let (fifo, busy, seen, store) =
@@ -102,15 +108,23 @@ fn two_poppers_never_share_a_key_and_lose_no_delta() {
         for p in poppers {
             p.join().unwrap();
         }
-        assert_eq!(seen.load(Ordering::SeqCst), 2, "every delta handed out exactly once");
-        assert_eq!(store.0.lock().get(&ObjectKey::new("a").unwrap()), Some(&2), "order kept");
+        assert_eq!(
+            seen.load(Ordering::SeqCst),
+            2,
+            "every delta handed out exactly once"
+        );
+        assert_eq!(
+            store.0.lock().get(&ObjectKey::new("a").unwrap()),
+            Some(&2),
+            "order kept"
+        );
     });
 }
 
 #[test]
 fn a_relist_racing_a_pop_leaves_the_consumer_equal_to_the_list() {
     loom::model(|| {
-        let store = Arc::new(Store::default());
+        let store = std::sync::Arc::new(Store::default());
         let options = DeltaFifoOptions::new()
             .known_objects(store.clone())
             .emit_delta_type_replaced(true);
@@ -125,11 +139,16 @@ fn a_relist_racing_a_pop_leaves_the_consumer_equal_to_the_list() {
         };
         // "a" may be queued, in flight, or already applied when the relist without it lands:
         // in every case the consumer must end with exactly the listed state.
-        fifo.replace(vec![obj("b", 7)], ResourceVersion::from("2")).unwrap();
+        fifo.replace(vec![obj("b", 7)], ResourceVersion::from("2"))
+            .unwrap();
         fifo.close();
         popper.join().unwrap();
-        let state: Vec<(String, u32)> =
-            store.0.lock().iter().map(|(k, v)| (k.to_string(), *v)).collect();
+        let state: Vec<(String, u32)> = store
+            .0
+            .lock()
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect();
         assert_eq!(state, [("b".to_owned(), 7)]);
         assert!(fifo.has_synced());
     });
@@ -138,12 +157,13 @@ fn a_relist_racing_a_pop_leaves_the_consumer_equal_to_the_list() {
 #[test]
 fn a_writer_racing_two_poppers_and_a_relist_converges() {
     loom::model(|| {
-        let store = Arc::new(Store::default());
+        let store = std::sync::Arc::new(Store::default());
         let options = DeltaFifoOptions::new().known_objects(store.clone());
         let fifo: Arc<DeltaFifo<Obj>> = Arc::new(DeltaFifo::with_options(options));
         let busy = Arc::new([AtomicBool::new(false), AtomicBool::new(false)]);
         let seen = Arc::new(AtomicUsize::new(0));
-        fifo.replace(vec![obj("a", 1)], ResourceVersion::from("1")).unwrap();
+        fifo.replace(vec![obj("a", 1)], ResourceVersion::from("1"))
+            .unwrap();
         let poppers: Vec<_> = (0..2)
             .map(|_| {
                 let (fifo, busy, seen, store) =

@@ -23,13 +23,20 @@ struct Known {
 
 impl Known {
     fn of(entries: &[(&str, u32)]) -> Self {
-        Self { map: entries.iter().map(|&(n, v)| (k(n), o(v))).collect(), ghosts: Vec::new() }
+        Self {
+            map: entries.iter().map(|&(n, v)| (k(n), o(v))).collect(),
+            ghosts: Vec::new(),
+        }
     }
 }
 
 impl KnownObjects<u32> for Known {
     fn list_keys(&self) -> Vec<ObjectKey> {
-        self.map.keys().cloned().chain(self.ghosts.iter().cloned()).collect()
+        self.map
+            .keys()
+            .cloned()
+            .chain(self.ghosts.iter().cloned())
+            .collect()
     }
     fn get_by_key(&self, key: &ObjectKey) -> Option<Arc<u32>> {
         self.map.get(key).cloned()
@@ -47,13 +54,20 @@ fn take(c: &mut FifoCore<u32>) -> Taken<u32> {
 fn pop(c: &mut FifoCore<u32>) -> (String, Vec<(DeltaType, Option<u32>)>, bool) {
     let t = take(c);
     c.finish(&t.key);
-    let ds = t.deltas.iter().map(|d| (d.delta_type, d.object.object().map(|v| **v))).collect();
+    let ds = t
+        .deltas
+        .iter()
+        .map(|d| (d.delta_type, d.object.object().map(|v| **v)))
+        .collect();
     (t.key.to_string(), ds, t.is_in_initial_list)
 }
 
 fn types(c: &FifoCore<u32>, key: &str) -> Vec<DeltaType> {
     let snap = c.snapshot();
-    let (_, ds) = snap.iter().find(|(q, _)| q.as_str() == key).expect("key is queued");
+    let (_, ds) = snap
+        .iter()
+        .find(|(q, _)| q.as_str() == key)
+        .expect("key is queued");
     ds.iter().map(|d| d.delta_type).collect()
 }
 
@@ -64,7 +78,14 @@ fn changes_to_a_queued_key_are_appended_and_the_key_keeps_its_place() {
     c.add(k("b"), o(2));
     c.update(k("a"), o(3));
     assert_eq!(c.len(), 2);
-    assert_eq!(pop(&mut c), ("a".into(), vec![(Added, Some(1)), (Updated, Some(3))], false));
+    assert_eq!(
+        pop(&mut c),
+        (
+            "a".into(),
+            vec![(Added, Some(1)), (Updated, Some(3))],
+            false
+        )
+    );
     assert_eq!(pop(&mut c).0, "b");
     c.check_invariants().unwrap();
 }
@@ -78,7 +99,11 @@ fn only_two_trailing_deleted_deltas_merge() {
     c.delete(k("a"), o(4), None);
     c.delete(k("a"), o(5), None);
     assert_eq!(types(&c, "a"), [Added, Deleted, Updated, Deleted]);
-    assert_eq!(pop(&mut c).1.last(), Some(&(Deleted, Some(4))), "the older real deletion stays");
+    assert_eq!(
+        pop(&mut c).1.last(),
+        Some(&(Deleted, Some(4))),
+        "the older real deletion stays"
+    );
 }
 
 #[test]
@@ -159,8 +184,15 @@ fn replace_unwraps_a_queued_tombstone_instead_of_nesting_it() {
     c.update(k("a"), o(4));
     c.replace(vec![], Some(&known));
     let t = take(&mut c);
-    let got: Vec<_> = t.deltas.iter().map(|d| (d.delta_type, d.object.object().map(|v| **v))).collect();
-    assert_eq!(got, [(Deleted, Some(3)), (Updated, Some(4)), (Deleted, Some(4))]);
+    let got: Vec<_> = t
+        .deltas
+        .iter()
+        .map(|d| (d.delta_type, d.object.object().map(|v| **v)))
+        .collect();
+    assert_eq!(
+        got,
+        [(Deleted, Some(3)), (Updated, Some(4)), (Deleted, Some(4))]
+    );
 }
 
 #[test]
@@ -175,7 +207,11 @@ fn replace_tombstones_known_keys_missing_from_the_list_with_nothing_queued() {
     assert_eq!(pop(&mut c), ("b".into(), vec![(Deleted, Some(2))], false));
     let g = take(&mut c);
     assert_eq!(g.key.as_str(), "g");
-    assert_eq!(g.deltas[0], Delta::tombstone(k("g"), None), "failed lookup: no object");
+    assert_eq!(
+        g.deltas[0],
+        Delta::tombstone(k("g"), None),
+        "failed lookup: no object"
+    );
 }
 
 #[test]
@@ -239,9 +275,15 @@ fn a_key_in_flight_is_requeued_at_the_back_and_not_handed_out_until_finished() {
     // a is queued again, behind b; a second popper gets b, then c (skipping a in flight).
     assert_eq!(take(&mut c).key.as_str(), "b");
     assert_eq!(take(&mut c).key.as_str(), "c");
-    assert!(matches!(c.next(), Next::Wait), "only a is queued, and it is in flight");
+    assert!(
+        matches!(c.next(), Next::Wait),
+        "only a is queued, and it is in flight"
+    );
     c.finish(&a.key);
-    assert_eq!(take(&mut c).deltas.newest().map(|d| d.delta_type), Some(Updated));
+    assert_eq!(
+        take(&mut c).deltas.newest().map(|d| d.delta_type),
+        Some(Updated)
+    );
     c.check_invariants().unwrap();
 }
 
@@ -253,7 +295,10 @@ fn a_delete_of_a_key_in_flight_is_kept_and_resync_skips_it() {
     let x = take(&mut c);
     c.resync(Some(&Known::of(&[("x", 0)])));
     assert_eq!(c.len(), 0, "no resync of a key being processed");
-    assert!(c.delete(k("x"), o(2), Some(&known)), "x is in flight, so it was seen");
+    assert!(
+        c.delete(k("x"), o(2), Some(&known)),
+        "x is in flight, so it was seen"
+    );
     c.finish(&x.key);
     assert_eq!(pop(&mut c).1, [(Deleted, Some(2))]);
 }
@@ -267,7 +312,11 @@ fn replace_tombstones_an_in_flight_key_missing_from_the_list_unless_it_was_a_del
     let a = take(&mut c);
     let d = take(&mut c);
     c.replace(vec![], None);
-    assert_eq!(c.len(), 1, "only a, whose handed-out state was not a deletion");
+    assert_eq!(
+        c.len(),
+        1,
+        "only a, whose handed-out state was not a deletion"
+    );
     c.finish(&a.key);
     c.finish(&d.key);
     assert_eq!(pop(&mut c).1, [(Deleted, Some(1))]);
@@ -297,7 +346,10 @@ fn a_closed_fifo_reports_closed_only_once_nothing_is_queued() {
     let a = take(&mut c);
     c.update(k("a"), o(2));
     c.close();
-    assert!(matches!(c.next(), Next::Wait), "a is queued behind its own processing");
+    assert!(
+        matches!(c.next(), Next::Wait),
+        "a is queued behind its own processing"
+    );
     c.finish(&a.key);
     assert_eq!(pop(&mut c).0, "a");
     assert!(matches!(c.next(), Next::Closed));

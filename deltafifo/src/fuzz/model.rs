@@ -36,7 +36,10 @@ fn newest_state(deltas: &[D]) -> Option<Arc<FuzzObj>> {
 
 impl Model {
     pub(super) fn new(emit_replaced: bool) -> Self {
-        Self { emit_replaced, ..Self::default() }
+        Self {
+            emit_replaced,
+            ..Self::default()
+        }
     }
 
     fn queued(&self, key: &ObjectKey) -> bool {
@@ -52,7 +55,9 @@ impl Model {
             self.queue.push((key, vec![delta]));
             return;
         };
-        let last_deleted = list.last().is_some_and(|d| d.delta_type == DeltaType::Deleted);
+        let last_deleted = list
+            .last()
+            .is_some_and(|d| d.delta_type == DeltaType::Deleted);
         if last_deleted && delta.delta_type == DeltaType::Deleted {
             let n = list.len();
             // Two deletions: the older survives unless it is a tombstone.
@@ -86,7 +91,11 @@ impl Model {
         listed: Vec<(ObjectKey, Arc<FuzzObj>)>,
         known: Option<&BTreeMap<ObjectKey, Arc<FuzzObj>>>,
     ) {
-        let ty = if self.emit_replaced { DeltaType::Replaced } else { DeltaType::Sync };
+        let ty = if self.emit_replaced {
+            DeltaType::Replaced
+        } else {
+            DeltaType::Sync
+        };
         let listed_keys: Vec<ObjectKey> = listed.iter().map(|(k, _)| k.clone()).collect();
         for (key, obj) in listed {
             self.push(key, Delta::new(ty, obj));
@@ -116,7 +125,10 @@ impl Model {
         if let Some(known) = known {
             for (key, obj) in known {
                 if !listed_keys.contains(key) && !self.pending(key) {
-                    self.push(key.clone(), Delta::tombstone(key.clone(), Some(obj.clone())));
+                    self.push(
+                        key.clone(),
+                        Delta::tombstone(key.clone(), Some(obj.clone())),
+                    );
                 }
             }
         }
