@@ -1,0 +1,1 @@
+//! kcache-memory (being written).
