@@ -274,7 +274,7 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
     pub(crate) fn after_add(&self, mut g: MutexGuard<'_, Inner<T>>, outcome: Added) -> bool {
         match outcome {
             Added::Refused => return false,
-            Added::Deduplicated => return true,
+            Added::Deduplicated | Added::DeferredDelay => return true,
             Added::Pushed | Added::Deferred => {
                 if let Some(m) = &self.metrics {
                     m.depth.inc();
@@ -307,7 +307,11 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
                 }
                 started
             }
-            Finished::Requeued { started } => {
+            Finished::Requeued { started, newly } => {
+                if let (Some(m), true) = (&self.metrics, newly) {
+                    m.depth.inc();
+                    m.adds.inc();
+                }
                 self.wake(&mut g, 1);
                 started
             }

@@ -303,13 +303,9 @@ fn delaying_with_depth() -> (
 }
 
 #[test]
-#[ignore = "known bug: State::add_at reports Added::Deferred for a delayed re-add of an item in \
-            flight, so workqueue_depth and workqueue_adds_total count it at add_after and again \
-            when it fires (fix: Added::Delayed { earliest: false } there, and count the add at \
-            done when the delay already passed)"]
 fn workqueue_depth_counts_a_delayed_re_add_of_an_item_in_flight_once_it_is_ready() {
-    // Found by the model test (`fuzz::run` with a counting provider). Today: depth 2 and adds 3
-    // after the two `add_after` calls below.
+    // Found by the model test (`fuzz::run` with a counting provider): the delayed re-add of an
+    // item in flight was counted when scheduled and again when it became ready.
     let (q, clock, depth, adds) = delaying_with_depth();
     q.add("a");
     assert_eq!((depth.get(), adds.get()), (1, 1));

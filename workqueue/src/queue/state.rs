@@ -44,6 +44,9 @@ pub(crate) enum Added {
     Pushed,
     /// Newly dirty but in flight: it is queued at `done`.
     Deferred,
+    /// In flight, and to wait until a deadline after its `done`: not pending yet (it counts as
+    /// added when it becomes ready, at `done` or when the delay fires).
+    DeferredDelay,
     /// Put in (or moved earlier in) the delay heap; `earliest` if it is now the first deadline.
     Delayed { earliest: bool },
 }
@@ -55,8 +58,9 @@ pub(crate) enum Finished {
     NotProcessing,
     /// The item left the queue. `idle` when nothing is in flight any more.
     Removed { started: Option<Instant>, idle: bool },
-    /// The item went back to the ready deque.
-    Requeued { started: Option<Instant> },
+    /// The item went back to the ready deque; `newly` when it becomes pending only now (a delayed
+    /// re-add whose deadline passed while it was in flight), not at an earlier add.
+    Requeued { started: Option<Instant>, newly: bool },
     /// The item went to the delay heap; `earliest` if it is now the first deadline.
     Delayed { started: Option<Instant>, earliest: bool },
 }
@@ -190,7 +194,7 @@ impl<T: Clone + Eq + Hash> State<T> {
                 Then::Wait { at: old } if *old <= at => Added::Deduplicated,
                 Then::Nothing | Then::Wait { .. } => {
                     *then = Then::Wait { at };
-                    Added::Deferred
+                    Added::DeferredDelay
                 }
             },
             Some(Slot::Waiting { at: old }) => {
@@ -239,17 +243,17 @@ impl<T: Clone + Eq + Hash> State<T> {
             return Finished::NotProcessing;
         };
         self.in_flight -= 1;
-        let requeue = |st: &mut Self, since| {
+        let requeue = |st: &mut Self, since, newly| {
             st.slots.insert(item.clone(), Slot::Queued { since });
             st.ready.push_back(item.clone());
-            Finished::Requeued { started }
+            Finished::Requeued { started, newly }
         };
         match then {
-            Then::Requeue { since } => requeue(self, since),
+            Then::Requeue { since } => requeue(self, since, false),
             Then::Wait { at } if !self.shutting_down => {
                 let now = now();
                 if at <= now {
-                    return requeue(self, stamp.then_some(now));
+                    return requeue(self, stamp.then_some(now), true);
                 }
                 self.slots.insert(item.clone(), Slot::Waiting { at });
                 self.waiting += 1;
