@@ -68,6 +68,15 @@ fn every_public_error_is_error_send_sync_and_static() {
 }
 
 #[test]
+fn the_fifo_and_its_pop_future_can_be_shared_across_threads() {
+    fn send_sync<X: Send + Sync>() {}
+    fn send<X: Send>(_: &X) {}
+    send_sync::<DeltaFifo<Pod>>();
+    let fifo: DeltaFifo<Pod> = DeltaFifo::new();
+    send(&fifo.pop_async(|d, _| ok(d.len())));
+}
+
+#[test]
 fn a_key_accessor_failure_is_a_typed_error_and_changes_nothing() {
     let fifo: DeltaFifo<Pod> = DeltaFifo::new();
     let err = fifo.add(pod("", 1)).unwrap_err();
