@@ -11,19 +11,24 @@ the per-item exponential rate limiter (1 ms doubling up to 1 s) until it succeed
 retried R times, after which it is dropped. A summary of retries and queue metrics ends the run.
 
 options:
-  --jobs N          jobs to process, at most 100000000       (default 2000)
-  --workers W       worker threads, at least 1               (default 4)
+  --jobs N          jobs to process, at most 10000000        (default 2000)
+  --workers W       worker threads, 1..=1024                 (default 4)
   --fail-rate P     probability that an attempt fails, 0..=1 (default 0.3)
   --seed S          PRNG seed                                (default 1)
   --max-retries R   retries before a job is dropped          (default 5)
-  --work-us U       mean simulated work per attempt, in µs   (default 100)
+  --work-us U       mean simulated work per attempt in µs,   (default 100)
+                    uniform in 0..=2U, U at most 1000000
   -h, --help        print this help
 
 Exit status: 0 when every job ended (succeeded or dropped) and all counts agree, 1 when they do
 not, 2 for bad flags.";
 
 /// The most jobs a run takes (the demo keeps a few bytes per job).
-pub(crate) const MAX_JOBS: u64 = 100_000_000;
+pub(crate) const MAX_JOBS: u64 = 10_000_000;
+/// The most worker threads a run starts.
+pub(crate) const MAX_WORKERS: usize = 1024;
+/// The longest mean simulated work (1 s).
+pub(crate) const MAX_WORK_US: u64 = 1_000_000;
 
 /// The demo's settings.
 #[derive(Debug, Clone, PartialEq)]
@@ -102,8 +107,10 @@ pub(crate) fn parse(flags: impl IntoIterator<Item = String>) -> Result<Command, 
             }
             "--workers" => {
                 args.workers = number(&name, &value)?;
-                if args.workers == 0 {
-                    return Err(UsageError("`--workers` must be at least 1".into()));
+                if !(1..=MAX_WORKERS).contains(&args.workers) {
+                    return Err(UsageError(format!(
+                        "`--workers` must be between 1 and {MAX_WORKERS}, got `{value}`"
+                    )));
                 }
             }
             "--fail-rate" => {
@@ -116,7 +123,14 @@ pub(crate) fn parse(flags: impl IntoIterator<Item = String>) -> Result<Command, 
             }
             "--seed" => args.seed = number(&name, &value)?,
             "--max-retries" => args.max_retries = number(&name, &value)?,
-            _ => args.work_us = number(&name, &value)?,
+            _ => {
+                args.work_us = number(&name, &value)?;
+                if args.work_us > MAX_WORK_US {
+                    return Err(UsageError(format!(
+                        "`--work-us` can be at most {MAX_WORK_US}"
+                    )));
+                }
+            }
         }
     }
     Ok(Command::Run(args))
@@ -169,7 +183,9 @@ mod tests {
             &["--jobs"][..],
             &["--jobs", "many"],
             &["--jobs", "-1"],
-            &["--jobs", "100000001"],
+            &["--jobs", "10000001"],
+            &["--workers", "1025"],
+            &["--work-us", "1000001"],
             &["--workers", "0"],
             &["--fail-rate", "1.5"],
             &["--fail-rate", "NaN"],

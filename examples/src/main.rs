@@ -114,12 +114,22 @@ fn run(args: &Args) -> Report {
     for job in 0..args.jobs {
         queue.add(job);
     }
-    let workers: Vec<_> = (0..args.workers)
-        .map(|_| {
-            let (queue, jobs, clock) = (queue.clone(), jobs.clone(), clock.clone());
-            thread::spawn(move || work(&queue, &jobs, clock.as_ref()))
-        })
-        .collect();
+    let mut workers = Vec::with_capacity(args.workers);
+    let mut worker_errors = Vec::new();
+    for i in 0..args.workers {
+        let (handle, jobs, clock) = (queue.clone(), jobs.clone(), clock.clone());
+        let spawned = thread::Builder::new()
+            .name(format!("worker-{i}"))
+            .spawn(move || work(&handle, &jobs, clock.as_ref()));
+        match spawned {
+            Ok(worker) => workers.push(worker),
+            Err(e) => {
+                worker_errors.push(format!("could not start worker {i}: {e}"));
+                queue.shut_down();
+                break;
+            }
+        }
+    }
 
     // The worker that ends the last job shuts the queue down; this loop only watches for a run that
     // stopped making progress (a lost item), so the demo fails instead of hanging.
@@ -136,14 +146,13 @@ fn run(args: &Args) -> Report {
         }
     }
     queue.shut_down();
-    let mut panicked = 0;
     for worker in workers {
         if worker.join().is_err() {
-            panicked += 1;
+            worker_errors.push("a worker panicked".to_string());
         }
     }
     let wall = clock.now().saturating_duration_since(start);
-    Report::new(&jobs, &provider.0, wall, stalled, panicked)
+    Report::new(&jobs, &provider.0, wall, stalled, worker_errors)
 }
 
 /// One worker: the canonical client-go loop of `get`, process, `forget` or `add_rate_limited`,
