@@ -334,7 +334,8 @@ impl Runner {
     fn check(&self, step: usize, op: &Op) {
         let model = &self.model;
         let queue = &self.queue;
-        let ctx = format!("after step {step} ({op:?}); model {model:?}");
+        // Formatted only when an assertion fails.
+        let ctx = Ctx { step, op, model };
         assert_eq!(queue.len(), model.ready.len(), "len {ctx}");
         assert_eq!(queue.in_flight(), model.processing.len(), "in_flight {ctx}");
         assert_eq!(
@@ -345,8 +346,11 @@ impl Runner {
         let mut g = queue.shared.lock();
         assert_eq!(g.st.waiting(), model.waiting.len(), "waiting {ctx}");
         assert_eq!(g.st.is_draining(), model.draining, "draining {ctx}");
-        let ready: Vec<u8> = g.st.ready().copied().collect();
-        assert_eq!(ready, Vec::from(model.ready.clone()), "ready order {ctx}");
+        assert!(
+            g.st.ready().eq(model.ready.iter()),
+            "ready order {:?} {ctx}",
+            g.st.ready().collect::<Vec<_>>()
+        );
         for k in 0..KEYS {
             let slot = g.st.slot(&k);
             let then = model
@@ -398,6 +402,24 @@ impl Runner {
                 "workqueue_depth {ctx}"
             );
         }
+    }
+}
+
+/// Where a check failed: the step, its op and the model after it.
+#[derive(Clone, Copy)]
+struct Ctx<'a> {
+    step: usize,
+    op: &'a Op,
+    model: &'a Model,
+}
+
+impl std::fmt::Display for Ctx<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "after step {} ({:?}); model {:?}",
+            self.step, self.op, self.model
+        )
     }
 }
 
