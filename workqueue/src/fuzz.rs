@@ -76,11 +76,6 @@ struct Model {
     seq: u64,
     shutting_down: bool,
     draining: bool,
-    /// Set once an item in flight was given a delayed re-add: the queue's depth gauge counts such
-    /// an item when it is scheduled as well as when it becomes ready (a known bug, see the ignored
-    /// test `workqueue_depth_counts_a_delayed_re_add_of_an_item_in_flight_once_it_is_ready` in
-    /// tests/delaying.rs), so the depth check stops for the rest of the run. Remove with the fix.
-    depth_unreliable: bool,
 }
 
 impl Model {
@@ -126,10 +121,7 @@ impl Model {
             match *then {
                 ThenModel::Requeue => {}
                 ThenModel::Wait(old) if old <= at => {}
-                ThenModel::Nothing | ThenModel::Wait(_) => {
-                    *then = ThenModel::Wait(at);
-                    self.depth_unreliable = true;
-                }
+                ThenModel::Nothing | ThenModel::Wait(_) => *then = ThenModel::Wait(at),
             }
             return true;
         }
@@ -387,7 +379,7 @@ impl Runner {
         let earliest = model.waiting.values().map(|w| w.0).min();
         assert_eq!(g.st.next_deadline(), earliest, "next deadline {ctx}");
         drop(g);
-        if let (Some(depth), false) = (&self.depth, model.depth_unreliable) {
+        if let Some(depth) = &self.depth {
             // client-go's depth: items marked dirty and not yet handed out, which includes items
             // re-added (without delay) while in flight.
             let dirty_in_flight = model
