@@ -2,7 +2,7 @@
 //! in a fresh child process, and prints one JSON line per run and one summary line per
 //! (workload, implementation). Run with `--help` for the usage.
 
-use kcache_benches::rss::peak_rss_mib;
+use kcache_benches::rss::{cpu_time_ms, peak_rss_mib};
 use kcache_benches::stats::median;
 use kcache_benches::workloads::{registry, select, Workload};
 use kcache_core::{Clock, SystemClock};
@@ -19,7 +19,8 @@ line {\"workload\",\"impl\",\"run\",...metrics...,\"peak_rss_mib\"}, then one su
 (workload, impl) with the median of every metric over the runs and, for impls other than kcache,
 \"ratio_vs_kcache\" = impl / kcache for the headline metric (above 1: kcache is faster or smaller).
 Runs are interleaved (run 1 of every impl, then run 2, ...) so drifting machine load hits all impls
-alike. Exits 1 if any run failed its check (wrong count or final state), crashed or timed out.
+alike. \"cpu_ms\" is the child's whole CPU time (input building included, 10 ms resolution): far
+below wall time x threads means the machine was busy with other work. Exits 1 if any run failed its check (wrong count or final state), crashed or timed out.
 
   <workload>      a name below, `all`, or a prefix such as `q4limiter` (all its variants)
   --impl NAME     only this implementation (ratios need kcache in the same invocation)
@@ -128,6 +129,7 @@ fn child(args: &[String]) -> ExitCode {
         return ExitCode::from(2);
     };
     let result = (w.run)(w.name, imp).and_then(|mut m| {
+        m.push(("cpu_ms", cpu_time_ms()?));
         m.push(("peak_rss_mib", peak_rss_mib()?));
         Ok(m)
     });
