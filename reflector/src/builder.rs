@@ -1,0 +1,173 @@
+//! [`ReflectorBuilder`]: the reflector's options.
+
+use crate::backoff::BackoffConfig;
+use crate::handle::Shared;
+use crate::machine::Config;
+use crate::reflector::{Hook, Reflector, ShouldResync};
+use crate::{ListWatcher, ReflectorError};
+use kcache_core::{Clock, Meta, ObjectAccessor, ReflectorStore, SystemClock};
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The default page size of lists (client-go's pager).
+pub const DEFAULT_PAGE_SIZE: u32 = 500;
+
+/// The default minimum watch timeout (client-go: 5 minutes; each watch asks for a random timeout
+/// between this and twice this).
+pub const DEFAULT_MIN_WATCH_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Builds a [`Reflector`]: `Reflector::builder(lister_watcher, store)`, options, then
+/// [`ReflectorBuilder::build`].
+///
+/// Defaults: name `"reflector"`, [`SystemClock`], no resync, page size
+/// [`DEFAULT_PAGE_SIZE`], watch timeouts in `[5 min, 10 min]`, no streaming initial list,
+/// [`BackoffConfig::default`], jitter seeded from process randomness, no watch-error hook, keys
+/// read through [`ObjectAccessor`].
+pub struct ReflectorBuilder<T, L: ListWatcher<T>, S: ReflectorStore<T>, M = ObjectAccessor> {
+    lw: L,
+    store: S,
+    name: String,
+    clock: Arc<dyn Clock>,
+    config: Config,
+    should_resync: Option<ShouldResync>,
+    hook: Option<Hook<L::Error, S::Error>>,
+    _types: PhantomData<fn() -> (T, M)>,
+}
+
+impl<T, L: ListWatcher<T>, S: ReflectorStore<T>> ReflectorBuilder<T, L, S, ObjectAccessor> {
+    /// A builder with the default options.
+    pub fn new(lw: L, store: S) -> Self {
+        Self {
+            lw,
+            store,
+            name: "reflector".to_owned(),
+            clock: Arc::new(SystemClock),
+            config: Config {
+                page_size: Some(DEFAULT_PAGE_SIZE),
+                min_watch_timeout: DEFAULT_MIN_WATCH_TIMEOUT,
+                resync_period: None,
+                streaming: false,
+                backoff: BackoffConfig::default(),
+                seed: None,
+            },
+            should_resync: None,
+            hook: None,
+            _types: PhantomData,
+        }
+    }
+}
+
+impl<T, L, S, M> ReflectorBuilder<T, L, S, M>
+where
+    T: Send + Sync + 'static,
+    L: ListWatcher<T>,
+    S: ReflectorStore<T>,
+    M: Meta<T>,
+{
+    /// Reads keys and resource versions through the accessor `M2` instead.
+    pub fn meta<M2: Meta<T>>(self) -> ReflectorBuilder<T, L, S, M2> {
+        ReflectorBuilder {
+            lw: self.lw,
+            store: self.store,
+            name: self.name,
+            clock: self.clock,
+            config: self.config,
+            should_resync: self.should_resync,
+            hook: self.hook,
+            _types: PhantomData,
+        }
+    }
+
+    /// The reflector's name (for your logs; client-go's `Name()`).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// The clock for backoff, watch timeouts and resync ([`kcache_core::FakeClock`] in tests).
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Calls `store.resync()` every `period` while watching (zero disables it).
+    pub fn resync_period(mut self, period: Duration) -> Self {
+        self.config.resync_period = (!period.is_zero()).then_some(period);
+        self
+    }
+
+    /// Asked at every resync tick; the store is resynced only when it returns true.
+    pub fn should_resync(mut self, f: impl Fn() -> bool + Send + Sync + 'static) -> Self {
+        self.should_resync = Some(Arc::new(f));
+        self
+    }
+
+    /// The list page size; `0` lists everything in one request.
+    pub fn page_size(mut self, size: u32) -> Self {
+        self.config.page_size = (size > 0).then_some(size);
+        self
+    }
+
+    /// The minimum watch timeout: each watch asks the backend to end it after a random duration in
+    /// `[min, 2·min]`. Unlike client-go, values below 5 minutes are honoured (useful in tests).
+    pub fn min_watch_timeout(mut self, min: Duration) -> Self {
+        self.config.min_watch_timeout = min;
+        self
+    }
+
+    /// Uses a streaming initial list (Kubernetes watch-list) instead of a list, falling back to a
+    /// list when the backend cannot do it.
+    pub fn streaming_initial_list(mut self, on: bool) -> Self {
+        self.config.streaming = on;
+        self
+    }
+
+    /// The backoff parameters.
+    pub fn backoff(mut self, backoff: BackoffConfig) -> Self {
+        self.config.backoff = backoff;
+        self
+    }
+
+    /// Seeds the pseudo-random numbers behind backoff jitter and watch timeouts (for reproducible
+    /// tests).
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.config.seed = Some(seed);
+        self
+    }
+
+    /// Called with every error the reflector meets (client-go's `WatchErrorHandler`, but called
+    /// for every error, not once per cycle). It runs on the reflector's task: keep it short.
+    pub fn on_watch_error(
+        mut self,
+        hook: impl Fn(&ReflectorError<L::Error, S::Error>) + Send + Sync + 'static,
+    ) -> Self {
+        self.hook = Some(Arc::new(hook));
+        self
+    }
+
+    /// The reflector.
+    pub fn build(self) -> Reflector<T, L, S, M> {
+        Reflector {
+            lw: self.lw,
+            store: self.store,
+            name: self.name,
+            clock: self.clock,
+            config: self.config,
+            should_resync: self.should_resync,
+            hook: self.hook,
+            shared: Shared::new(),
+            _types: PhantomData,
+        }
+    }
+}
+
+impl<T, L: ListWatcher<T>, S: ReflectorStore<T>, M> fmt::Debug for ReflectorBuilder<T, L, S, M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReflectorBuilder")
+            .field("name", &self.name)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}

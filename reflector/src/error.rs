@@ -1,0 +1,105 @@
+//! The reflector's errors: what its watch-error hook receives.
+
+use kcache_core::KeyError;
+use std::time::Duration;
+
+/// Which store call failed (see [`ReflectorError::Store`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreOperation {
+    /// `ReflectorStore::add` (a watch `Added` event).
+    Add,
+    /// `ReflectorStore::update` (a watch `Modified` event).
+    Update,
+    /// `ReflectorStore::delete` (a watch `Deleted` event).
+    Delete,
+    /// `ReflectorStore::replace` (the end of a list or of a streaming list).
+    Replace,
+    /// `ReflectorStore::resync` (the resync timer).
+    Resync,
+    /// `ReflectorStore::bookmark` (a watch bookmark).
+    Bookmark,
+}
+
+impl std::fmt::Display for StoreOperation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = match self {
+            Self::Add => "add",
+            Self::Update => "update",
+            Self::Delete => "delete",
+            Self::Replace => "replace",
+            Self::Resync => "resync",
+            Self::Bookmark => "bookmark",
+        };
+        f.write_str(s)
+    }
+}
+
+/// Data from a backend that breaks the list/watch protocol. The reflector reports it and relists
+/// (or, during a streaming list, falls back to a normal list); it never panics on it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BadInput {
+    /// An object whose key cannot be read through the reflector's `Meta` accessor.
+    #[error("an object's key cannot be read")]
+    ObjectKey(#[source] KeyError),
+    /// A watch event whose object carries no resource version.
+    #[error("a watch event's object has no resource version")]
+    EventWithoutResourceVersion,
+    /// A bookmark without a resource version.
+    #[error("a bookmark has no resource version")]
+    BookmarkWithoutResourceVersion,
+    /// A list page without a resource version.
+    #[error("a list page has no resource version")]
+    ListWithoutResourceVersion,
+    /// A `Modified` or `Deleted` event before the end bookmark of a streaming list (only `Added`
+    /// events may come first).
+    #[error("a {event} event arrived before the end of a streaming list's initial events")]
+    UnexpectedEventDuringInitialEvents {
+        /// `"Modified"` or `"Deleted"`.
+        event: &'static str,
+    },
+}
+
+/// An error the reflector met, handed to the watch-error hook. The reflector recovers from every
+/// one of them by itself (re-watch, relist or fallback, after backoff where client-go backs off).
+///
+/// `E` is the backend's error ([`crate::ListWatcher::Error`]), `SE` the store's
+/// ([`kcache_core::ReflectorStore::Error`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReflectorError<E, SE> {
+    /// A list request failed.
+    #[error("list failed")]
+    List(#[source] E),
+    /// A watch request failed before any event.
+    #[error("watch could not be opened")]
+    WatchOpen(#[source] E),
+    /// An open watch ended with an error.
+    #[error("watch ended with an error")]
+    Watch(#[source] E),
+    /// A store call failed. Failures of add/update/delete/bookmark are reported and the watch goes
+    /// on (as in client-go); a failed replace or resync ends the cycle and the reflector relists.
+    #[error("store {operation} failed")]
+    Store {
+        /// The failed call.
+        operation: StoreOperation,
+        /// The store's error.
+        #[source]
+        source: SE,
+    },
+    /// The backend sent data that breaks the protocol.
+    #[error("bad input from the backend")]
+    BadInput(#[source] BadInput),
+    /// A watch closed cleanly, without a single event, sooner than `within` after it was opened
+    /// (client-go's `VeryShortWatchError`): the reflector backs off and relists instead of
+    /// reconnecting in a hot loop.
+    #[error("watch closed after less than {within:?} without any event")]
+    VeryShortWatch {
+        /// The threshold (one second).
+        within: Duration,
+    },
+    /// A streaming list's watch closed cleanly before its end-of-initial-events bookmark; the
+    /// reflector falls back to a normal list.
+    #[error("streaming list closed before the end of its initial events")]
+    InitialEventsIncomplete,
+}

@@ -1,0 +1,376 @@
+//! [`FaultInjector`]: a [`ListWatcher`] wrapper that injects faults from a seeded schedule.
+
+mod stream;
+
+use crate::backoff::SplitMix64;
+use crate::sync::atomic::{AtomicBool, Ordering};
+use crate::sync::{Arc, Mutex};
+use crate::{
+    BackendError, ErrorKind, ListOptions, ListPage, ListWatcher, WatchOptions, WatchStream,
+};
+use kcache_core::{Clock, SystemClock};
+use std::fmt;
+use std::future::Future;
+use std::time::Duration;
+use stream::{Cut, FaultyStream};
+
+/// What a [`FaultInjector`] does, and how often. Every decision is drawn from a SplitMix64 generator
+/// seeded with `seed`, in call order, so one seed replays one schedule (given the same sequence of
+/// calls).
+///
+/// Probabilities are per call (`list_error`, `watch_error`, `cut_watch`, `delay`) or per event
+/// (`duplicate`). [`FaultPlan::default`] injects nothing; [`FaultPlan::chaos`] is a busy mix.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FaultPlan {
+    /// The seed of the schedule.
+    pub seed: u64,
+    /// Probability that a list call fails with an injected error.
+    pub list_error: f64,
+    /// Probability that a watch call fails with an injected error.
+    pub watch_error: f64,
+    /// Probability that an opened watch is cut after a random number of events in
+    /// `0..=max_events_before_cut`.
+    pub cut_watch: f64,
+    /// The most events a cut watch delivers.
+    pub max_events_before_cut: u32,
+    /// Probability that a cut ends with an injected error (else the stream closes cleanly).
+    pub cut_with_error: f64,
+    /// Probability that a watch event is delivered twice.
+    pub duplicate: f64,
+    /// Probability that a list or watch call waits (on the injector's clock) before answering.
+    pub delay: f64,
+    /// The longest such wait (each is uniform in `[0, max_delay]`).
+    pub max_delay: Duration,
+    /// The classes of injected errors, drawn uniformly (empty: [`ErrorKind::Retry`]).
+    pub error_kinds: Vec<ErrorKind>,
+}
+
+impl Default for FaultPlan {
+    fn default() -> Self {
+        Self {
+            seed: 0,
+            list_error: 0.0,
+            watch_error: 0.0,
+            cut_watch: 0.0,
+            max_events_before_cut: 0,
+            cut_with_error: 0.0,
+            duplicate: 0.0,
+            delay: 0.0,
+            max_delay: Duration::ZERO,
+            error_kinds: Vec::new(),
+        }
+    }
+}
+
+impl FaultPlan {
+    /// A busy mix of every fault, seeded with `seed`: a fifth of lists and watches fail, half of
+    /// the watches are cut within 8 events (half of those with an error), 5 % of events are
+    /// duplicated, a tenth of calls wait up to 2 s; errors are Expired, Retry, TooLarge or Other.
+    pub fn chaos(seed: u64) -> Self {
+        Self {
+            seed,
+            list_error: 0.2,
+            watch_error: 0.2,
+            cut_watch: 0.5,
+            max_events_before_cut: 8,
+            cut_with_error: 0.5,
+            duplicate: 0.05,
+            delay: 0.1,
+            max_delay: Duration::from_secs(2),
+            error_kinds: vec![
+                ErrorKind::Expired,
+                ErrorKind::Retry,
+                ErrorKind::TooLargeResourceVersion,
+                ErrorKind::Other,
+            ],
+        }
+    }
+}
+
+/// Where an injected fault struck.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultSite {
+    /// A list call.
+    List,
+    /// A watch call, before any event.
+    WatchOpen,
+    /// An open watch stream.
+    WatchStream,
+}
+
+/// An error made up by a [`FaultInjector`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("injected {kind:?} fault during {site:?}")]
+pub struct InjectedFault {
+    /// The class the reflector sees.
+    pub kind: ErrorKind,
+    /// Where it struck.
+    pub site: FaultSite,
+}
+
+/// The error of a [`FaultInjector`]: an injected fault or the wrapped backend's own error.
+#[derive(Debug, thiserror::Error)]
+pub enum FaultError<E> {
+    /// A made-up error.
+    #[error(transparent)]
+    Injected(InjectedFault),
+    /// The wrapped backend's error.
+    #[error(transparent)]
+    Backend(E),
+}
+
+impl<E: BackendError> BackendError for FaultError<E> {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            Self::Injected(f) => f.kind,
+            Self::Backend(e) => e.kind(),
+        }
+    }
+}
+
+/// How many faults a [`FaultInjector`] has injected so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FaultStats {
+    /// Failed list calls.
+    pub list_errors: u64,
+    /// Failed watch calls.
+    pub watch_errors: u64,
+    /// Watches cut cleanly.
+    pub clean_cuts: u64,
+    /// Watches cut with an error.
+    pub error_cuts: u64,
+    /// Duplicated events.
+    pub duplicates: u64,
+    /// Delayed calls.
+    pub delays: u64,
+}
+
+pub(crate) struct FaultShared {
+    plan: FaultPlan,
+    rng: Mutex<SplitMix64>,
+    healed: AtomicBool,
+    stats: Mutex<FaultStats>,
+}
+
+impl FaultShared {
+    pub(crate) fn healed(&self) -> bool {
+        self.healed.load(Ordering::SeqCst)
+    }
+
+    fn error_kind(&self, rng: &mut SplitMix64) -> ErrorKind {
+        let kinds = &self.plan.error_kinds;
+        let i = usize::try_from(rng.below(kinds.len() as u64)).unwrap_or(0);
+        kinds.get(i).copied().unwrap_or(ErrorKind::Retry)
+    }
+
+    /// Draws (delay, error) for one call.
+    fn decide(&self, error_p: f64) -> (Option<Duration>, Option<ErrorKind>) {
+        if self.healed() {
+            return (None, None);
+        }
+        let mut rng = self.rng.lock();
+        let delay = rng.chance(self.plan.delay).then(|| {
+            let max = u64::try_from(self.plan.max_delay.as_nanos()).unwrap_or(u64::MAX);
+            Duration::from_nanos(rng.below(max.saturating_add(1)))
+        });
+        let error = rng.chance(error_p).then(|| self.error_kind(&mut rng));
+        (delay, error)
+    }
+
+    fn decide_cut(&self) -> Option<Cut> {
+        if self.healed() {
+            return None;
+        }
+        let mut rng = self.rng.lock();
+        if !rng.chance(self.plan.cut_watch) {
+            return None;
+        }
+        let after = rng.below(u64::from(self.plan.max_events_before_cut) + 1);
+        let error = rng
+            .chance(self.plan.cut_with_error)
+            .then(|| self.error_kind(&mut rng));
+        Some(Cut { after, error })
+    }
+
+    pub(crate) fn duplicate(&self) -> bool {
+        !self.healed() && self.rng.lock().chance(self.plan.duplicate)
+    }
+
+    pub(crate) fn count(&self, f: impl FnOnce(&mut FaultStats)) {
+        f(&mut self.stats.lock());
+    }
+}
+
+/// Wraps any [`ListWatcher`] and injects faults from a seeded [`FaultPlan`]: failed lists and
+/// watches (Expired, Retry, TooLargeResourceVersion or Other), watches cut after N events (cleanly
+/// or with an error), duplicated events, and delays on the injector's [`Clock`]. Call
+/// [`FaultHandle::heal`] to stop injecting, then check that your controller converged.
+///
+/// # Examples
+/// ```
+/// use kcache_reflector::{FaultInjector, FaultPlan};
+/// # struct Source;
+/// let plan = FaultPlan { list_error: 0.5, ..FaultPlan::chaos(7) };
+/// let faulty = FaultInjector::new(Source, plan);
+/// let switch = faulty.handle();
+/// // … run a reflector over `faulty`, mutate the source …
+/// switch.heal();
+/// assert!(switch.is_healed());
+/// ```
+pub struct FaultInjector<L> {
+    inner: L,
+    clock: Arc<dyn Clock>,
+    shared: Arc<FaultShared>,
+}
+
+impl<L> FaultInjector<L> {
+    /// Wraps `inner`; delays run on the [`SystemClock`].
+    pub fn new(inner: L, plan: FaultPlan) -> Self {
+        Self::with_clock(inner, plan, Arc::new(SystemClock))
+    }
+
+    /// Wraps `inner`; delays run on `clock`.
+    pub fn with_clock(inner: L, plan: FaultPlan, clock: Arc<dyn Clock>) -> Self {
+        let rng = Mutex::new(SplitMix64::new(plan.seed));
+        let shared = FaultShared {
+            plan,
+            rng,
+            healed: AtomicBool::new(false),
+            stats: Mutex::new(FaultStats::default()),
+        };
+        Self {
+            inner,
+            clock,
+            shared: Arc::new(shared),
+        }
+    }
+
+    /// A handle to heal the injector and read its statistics (keep it: the injector itself
+    /// usually moves into a reflector).
+    pub fn handle(&self) -> FaultHandle {
+        FaultHandle {
+            shared: self.shared.clone(),
+        }
+    }
+
+    /// The wrapped backend.
+    pub fn inner(&self) -> &L {
+        &self.inner
+    }
+}
+
+impl<L> fmt::Debug for FaultInjector<L> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FaultInjector")
+            .field("plan", &self.shared.plan)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Controls a [`FaultInjector`] from outside: stop or resume injecting, read statistics.
+#[derive(Clone)]
+pub struct FaultHandle {
+    shared: Arc<FaultShared>,
+}
+
+impl FaultHandle {
+    /// Stops injecting: from now on every call and event passes through unchanged (a watch already
+    /// scheduled to be cut is not cut).
+    pub fn heal(&self) {
+        self.shared.healed.store(true, Ordering::SeqCst);
+    }
+
+    /// Starts injecting again.
+    pub fn resume(&self) {
+        self.shared.healed.store(false, Ordering::SeqCst);
+    }
+
+    /// Whether the injector is healed.
+    pub fn is_healed(&self) -> bool {
+        self.shared.healed()
+    }
+
+    /// The faults injected so far.
+    pub fn stats(&self) -> FaultStats {
+        *self.shared.stats.lock()
+    }
+}
+
+impl fmt::Debug for FaultHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FaultHandle")
+            .field("healed", &self.is_healed())
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+impl<T: Send + Sync + 'static, L: ListWatcher<T>> ListWatcher<T> for FaultInjector<L> {
+    type Error = FaultError<L::Error>;
+
+    fn list(
+        &self,
+        opts: &ListOptions,
+    ) -> impl Future<Output = Result<ListPage<T>, Self::Error>> + Send {
+        let (delay, error) = self.shared.decide(self.shared.plan.list_error);
+        let inner = error.is_none().then(|| self.inner.list(opts));
+        async move {
+            self.wait(delay).await;
+            match inner {
+                Some(fut) => fut.await.map_err(FaultError::Backend),
+                None => {
+                    let kind = kind_or_retry(error);
+                    self.shared.count(|s| s.list_errors += 1);
+                    Err(FaultError::Injected(InjectedFault {
+                        kind,
+                        site: FaultSite::List,
+                    }))
+                }
+            }
+        }
+    }
+
+    fn watch(
+        &self,
+        opts: &WatchOptions,
+    ) -> impl Future<Output = Result<WatchStream<T, Self::Error>, Self::Error>> + Send {
+        let (delay, error) = self.shared.decide(self.shared.plan.watch_error);
+        let cut = if error.is_none() {
+            self.shared.decide_cut()
+        } else {
+            None
+        };
+        let inner = error.is_none().then(|| self.inner.watch(opts));
+        async move {
+            self.wait(delay).await;
+            match inner {
+                Some(fut) => {
+                    let stream = fut.await.map_err(FaultError::Backend)?;
+                    let faulty = FaultyStream::new(stream, cut, self.shared.clone());
+                    Ok(Box::pin(faulty) as WatchStream<T, Self::Error>)
+                }
+                None => {
+                    let kind = kind_or_retry(error);
+                    self.shared.count(|s| s.watch_errors += 1);
+                    Err(FaultError::Injected(InjectedFault {
+                        kind,
+                        site: FaultSite::WatchOpen,
+                    }))
+                }
+            }
+        }
+    }
+}
+
+fn kind_or_retry(kind: Option<ErrorKind>) -> ErrorKind {
+    kind.unwrap_or(ErrorKind::Retry)
+}
+
+impl<L> FaultInjector<L> {
+    async fn wait(&self, delay: Option<Duration>) {
+        if let Some(d) = delay {
+            self.shared.count(|s| s.delays += 1);
+            self.clock.sleep_async(d).await;
+        }
+    }
+}

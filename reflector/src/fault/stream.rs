@@ -1,0 +1,100 @@
+//! The watch stream of a [`super::FaultInjector`]: cuts it after N events, duplicates events.
+
+use super::{FaultError, FaultShared, FaultSite, InjectedFault};
+use crate::sync::Arc;
+use crate::{ErrorKind, WatchEvent, WatchStream};
+use futures::Stream;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+/// A scheduled cut: after `after` events, end cleanly (`error == None`) or with an error.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Cut {
+    pub(crate) after: u64,
+    pub(crate) error: Option<ErrorKind>,
+}
+
+pub(crate) struct FaultyStream<T, E> {
+    inner: WatchStream<T, E>,
+    cut: Option<Cut>,
+    seen: u64,
+    done: bool,
+    duplicate: Option<WatchEvent<T>>,
+    shared: Arc<FaultShared>,
+}
+
+impl<T, E> FaultyStream<T, E> {
+    pub(crate) fn new(
+        inner: WatchStream<T, E>,
+        cut: Option<Cut>,
+        shared: Arc<FaultShared>,
+    ) -> Self {
+        Self {
+            inner,
+            cut,
+            seen: 0,
+            done: false,
+            duplicate: None,
+            shared,
+        }
+    }
+}
+
+fn copy_event<T>(ev: &WatchEvent<T>) -> WatchEvent<T> {
+    match ev {
+        WatchEvent::Added(o) => WatchEvent::Added(o.clone()),
+        WatchEvent::Modified(o) => WatchEvent::Modified(o.clone()),
+        WatchEvent::Deleted(o) => WatchEvent::Deleted(o.clone()),
+        WatchEvent::Bookmark(b) => WatchEvent::Bookmark(b.clone()),
+    }
+}
+
+impl<T, E> Stream for FaultyStream<T, E> {
+    type Item = Result<WatchEvent<T>, FaultError<E>>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        // All fields are Unpin (the inner stream is a `Pin<Box<_>>`).
+        let this = self.get_mut();
+        if this.done {
+            return Poll::Ready(None);
+        }
+        if let Some(ev) = this.duplicate.take() {
+            return Poll::Ready(Some(Ok(ev)));
+        }
+        if let Some(cut) = this.cut {
+            if this.seen >= cut.after && !this.shared.healed() {
+                this.done = true;
+                return Poll::Ready(match cut.error {
+                    None => {
+                        this.shared.count(|s| s.clean_cuts += 1);
+                        None
+                    }
+                    Some(kind) => {
+                        this.shared.count(|s| s.error_cuts += 1);
+                        let fault = InjectedFault {
+                            kind,
+                            site: FaultSite::WatchStream,
+                        };
+                        Some(Err(FaultError::Injected(fault)))
+                    }
+                });
+            }
+        }
+        match this.inner.as_mut().poll_next(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(None) => {
+                this.done = true;
+                Poll::Ready(None)
+            }
+            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(FaultError::Backend(e)))),
+            Poll::Ready(Some(Ok(ev))) => {
+                this.seen += 1;
+                if this.shared.duplicate() {
+                    this.shared.count(|s| s.duplicates += 1);
+                    this.duplicate = Some(copy_event(&ev));
+                }
+                Poll::Ready(Some(Ok(ev)))
+            }
+        }
+    }
+}

@@ -1,0 +1,597 @@
+//! The reflector's state machine: a pure step function from (state, input, now) to the next
+//! command. No I/O, no clock reads: the driver in `reflector.rs` performs each command and feeds
+//! its outcome back as the next [`Input`]. Modelled on kube-runtime's watcher.
+
+use crate::backoff::{Backoff, BackoffConfig, SplitMix64};
+use crate::error::{BadInput, ReflectorError, StoreOperation};
+use crate::list_watcher::{
+    BackendError, ErrorKind, ListOptions, ListPage, WatchEvent, WatchOptions,
+};
+use kcache_core::{Meta, ResourceVersion};
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[cfg(test)]
+mod tests;
+
+/// A watch that closes cleanly without events sooner than this is a "very short watch".
+pub(crate) const VERY_SHORT_WATCH: Duration = Duration::from_secs(1);
+
+/// The machine's fixed parameters.
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    /// Page size of lists; `None`: no paging.
+    pub(crate) page_size: Option<u32>,
+    pub(crate) min_watch_timeout: Duration,
+    pub(crate) resync_period: Option<Duration>,
+    pub(crate) streaming: bool,
+    pub(crate) backoff: BackoffConfig,
+    pub(crate) seed: Option<u64>,
+}
+
+/// What happened: the outcome of the previous command, or a timer.
+pub(crate) enum Input<T, E, SE> {
+    /// The reflector starts.
+    Start,
+    /// A list request answered.
+    Listed(Result<ListPage<T>, E>),
+    /// A watch request answered (the driver keeps the stream).
+    WatchOpened(Result<(), E>),
+    /// The open watch delivered an event.
+    Event(WatchEvent<T>),
+    /// The open watch ended with an error.
+    WatchFailed(E),
+    /// The open watch ended cleanly.
+    WatchClosed,
+    /// The store call of a [`Command::Store`] returned.
+    StoreDone(Result<(), SE>),
+    /// The sleep of a [`Command::Sleep`] is over.
+    Slept,
+    /// The resync deadline of [`Command::ReadWatch`] passed; `allowed` is `should_resync()`.
+    ResyncDue { allowed: bool },
+}
+
+/// A store call for the driver to make.
+pub(crate) enum StoreCall<T> {
+    Add(Arc<T>),
+    Update(Arc<T>),
+    Delete(Arc<T>),
+    Replace(Vec<Arc<T>>, ResourceVersion),
+    Resync,
+    Bookmark(ResourceVersion),
+}
+
+impl<T> StoreCall<T> {
+    fn operation(&self) -> StoreOperation {
+        match self {
+            Self::Add(_) => StoreOperation::Add,
+            Self::Update(_) => StoreOperation::Update,
+            Self::Delete(_) => StoreOperation::Delete,
+            Self::Replace(..) => StoreOperation::Replace,
+            Self::Resync => StoreOperation::Resync,
+            Self::Bookmark(_) => StoreOperation::Bookmark,
+        }
+    }
+}
+
+/// What the driver must do next. Any command but `Store` and `ReadWatch` drops the open watch.
+pub(crate) enum Command<T> {
+    List(ListOptions),
+    Watch(WatchOptions),
+    Store(StoreCall<T>),
+    Sleep(Instant),
+    /// Read the next event of the open watch, or wake at `resync_at`.
+    ReadWatch {
+        resync_at: Option<Instant>,
+    },
+}
+
+/// One step's result: an error for the hook (if any) and the next command.
+pub(crate) struct Output<T, E, SE> {
+    pub(crate) report: Option<ReflectorError<E, SE>>,
+    pub(crate) command: Command<T>,
+}
+
+/// What to do when a backoff sleep ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum After {
+    Relist,
+    Rewatch,
+    Stream,
+}
+
+enum Phase<T> {
+    Idle,
+    Listing(ListState<T>),
+    Streaming {
+        requested: ResourceVersion,
+        items: Vec<Arc<T>>,
+    },
+    Replacing {
+        rv: ResourceVersion,
+        from_stream: bool,
+    },
+    OpeningWatch,
+    Watching,
+    Applying {
+        rv: ResourceVersion,
+        operation: StoreOperation,
+    },
+    Resyncing,
+    BackingOff(After),
+}
+
+/// The reflector's state: client-go's `ListAndWatch` as data.
+pub(crate) struct Machine<T, M> {
+    config: Config,
+    phase: Phase<T>,
+    last_sync_rv: ResourceVersion,
+    rv_unavailable: bool,
+    backoff: Backoff,
+    rng: SplitMix64,
+    resync_at: Option<Instant>,
+    watch_opened_at: Option<Instant>,
+    watch_events: u64,
+    _meta: PhantomData<fn() -> M>,
+}
+
+type Out<T, E, SE> = Output<T, E, SE>;
+
+impl<T, M: Meta<T>> Machine<T, M> {
+    pub(crate) fn new(config: Config) -> Self {
+        let rng = config
+            .seed
+            .map_or_else(SplitMix64::from_entropy, SplitMix64::new);
+        Self {
+            backoff: Backoff::new(config.backoff),
+            config,
+            phase: Phase::Idle,
+            last_sync_rv: ResourceVersion::default(),
+            rv_unavailable: false,
+            rng,
+            resync_at: None,
+            watch_opened_at: None,
+            watch_events: 0,
+            _meta: PhantomData,
+        }
+    }
+
+    /// The resource version of the last list or event applied (client-go's
+    /// `LastSyncResourceVersion`).
+    pub(crate) fn last_sync_resource_version(&self) -> &ResourceVersion {
+        &self.last_sync_rv
+    }
+
+    /// Advances the machine by one input.
+    pub(crate) fn step<E: BackendError, SE>(
+        &mut self,
+        input: Input<T, E, SE>,
+        now: Instant,
+    ) -> Out<T, E, SE> {
+        let phase = std::mem::replace(&mut self.phase, Phase::Idle);
+        match (phase, input) {
+            (Phase::Idle, Input::Start) => self.begin_cycle(now),
+            (Phase::BackingOff(after), Input::Slept) => match after {
+                After::Relist => self.begin_cycle(now),
+                After::Rewatch => self.start_watch(None),
+                After::Stream => self.start_stream(None),
+            },
+            (Phase::Listing(st), Input::Listed(res)) => self.on_listed(st, res, now),
+            (Phase::Replacing { rv, from_stream }, Input::StoreDone(res)) => match res {
+                Ok(()) => {
+                    self.last_sync_rv = rv;
+                    self.rv_unavailable = false;
+                    self.resync_at = self
+                        .config
+                        .resync_period
+                        .map(|p| kcache_core::saturating_add(now, p));
+                    if from_stream {
+                        self.read_watch(None)
+                    } else {
+                        self.start_watch(None)
+                    }
+                }
+                Err(e) => self.fail_cycle(store_error(StoreOperation::Replace, e), now),
+            },
+            (Phase::OpeningWatch, Input::WatchOpened(res)) => match res {
+                Ok(()) => {
+                    self.opened(now);
+                    self.read_watch(None)
+                }
+                Err(e) if e.kind() == ErrorKind::Retry => {
+                    self.back_off(After::Rewatch, ReflectorError::WatchOpen(e), now)
+                }
+                Err(e) => self.fail_cycle(ReflectorError::WatchOpen(e), now),
+            },
+            (Phase::Watching, Input::Event(ev)) => self.on_event(ev, now),
+            (Phase::Watching, Input::WatchClosed) => {
+                let short = self.watch_events == 0
+                    && self
+                        .watch_opened_at
+                        .is_some_and(|t| now.saturating_duration_since(t) < VERY_SHORT_WATCH);
+                if short {
+                    self.fail_cycle(
+                        ReflectorError::VeryShortWatch {
+                            within: VERY_SHORT_WATCH,
+                        },
+                        now,
+                    )
+                } else {
+                    self.start_watch(None)
+                }
+            }
+            (Phase::Watching, Input::WatchFailed(e)) => {
+                if e.kind() == ErrorKind::Retry {
+                    self.back_off(After::Rewatch, ReflectorError::Watch(e), now)
+                } else {
+                    self.fail_cycle(ReflectorError::Watch(e), now)
+                }
+            }
+            (Phase::Watching, Input::ResyncDue { allowed }) => {
+                self.resync_at = self
+                    .config
+                    .resync_period
+                    .map(|p| kcache_core::saturating_add(now, p));
+                if allowed {
+                    self.phase = Phase::Resyncing;
+                    cmd(Command::Store(StoreCall::Resync))
+                } else {
+                    self.read_watch(None)
+                }
+            }
+            (Phase::Applying { rv, operation }, Input::StoreDone(res)) => {
+                self.last_sync_rv = rv;
+                self.read_watch(res.err().map(|e| store_error(operation, e)))
+            }
+            (Phase::Resyncing, Input::StoreDone(res)) => match res {
+                Ok(()) => self.read_watch(None),
+                Err(e) => self.fail_cycle(store_error(StoreOperation::Resync, e), now),
+            },
+            (Phase::Streaming { requested, items }, input) => {
+                self.on_stream_input(requested, items, input, now)
+            }
+            // Anything else is a driver bug; recover by relisting after a backoff.
+            (_, _) => {
+                let delay = self.backoff.next_delay(now, &mut self.rng);
+                self.phase = Phase::BackingOff(After::Relist);
+                cmd(Command::Sleep(kcache_core::saturating_add(now, delay)))
+            }
+        }
+    }
+
+    /// The start of a `ListAndWatch` cycle: a streaming list if enabled, else a list.
+    fn begin_cycle<E, SE>(&mut self, _now: Instant) -> Out<T, E, SE> {
+        self.resync_at = None;
+        if self.config.streaming {
+            self.start_stream(None)
+        } else {
+            self.start_list(None)
+        }
+    }
+
+    /// client-go's `relistResourceVersion`: "" after Expired/TooLarge, "0" before the first
+    /// sync, else the last synced version.
+    fn relist_rv(&self) -> ResourceVersion {
+        if self.rv_unavailable {
+            ResourceVersion::default()
+        } else if self.last_sync_rv.is_empty() {
+            ResourceVersion::from("0")
+        } else {
+            self.last_sync_rv.clone()
+        }
+    }
+
+    fn start_list<E, SE>(&mut self, report: Option<ReflectorError<E, SE>>) -> Out<T, E, SE> {
+        let rv = self.relist_rv();
+        self.phase = Phase::Listing(ListState {
+            items: Vec::new(),
+            list_rv: ResourceVersion::default(),
+            mid_list: false,
+            retried_from_empty: false,
+            full_fallback: false,
+        });
+        Output {
+            report,
+            command: Command::List(self.list_options(rv)),
+        }
+    }
+
+    fn list_options(&self, rv: ResourceVersion) -> ListOptions {
+        ListOptions {
+            resource_version: rv,
+            limit: self.config.page_size,
+            ..ListOptions::default()
+        }
+    }
+
+    fn on_listed<E: BackendError, SE>(
+        &mut self,
+        mut st: ListState<T>,
+        res: Result<ListPage<T>, E>,
+        now: Instant,
+    ) -> Out<T, E, SE> {
+        let page = match res {
+            Ok(page) => page,
+            Err(e) => {
+                let kind = e.kind();
+                let expired_or_large = matches!(
+                    kind,
+                    ErrorKind::Expired | ErrorKind::TooLargeResourceVersion
+                );
+                if st.mid_list && kind == ErrorKind::Expired && !st.full_fallback {
+                    // The pager's FullListIfExpired: one unpaged list of the most recent state.
+                    st.items = Vec::new();
+                    st.full_fallback = true;
+                    st.mid_list = false;
+                    let opts = ListOptions::default();
+                    self.phase = Phase::Listing(st);
+                    return Output {
+                        report: Some(ReflectorError::List(e)),
+                        command: Command::List(opts),
+                    };
+                }
+                if expired_or_large && !st.mid_list && !st.retried_from_empty && !st.full_fallback {
+                    self.rv_unavailable = true;
+                    st.retried_from_empty = true;
+                    let opts = self.list_options(ResourceVersion::default());
+                    self.phase = Phase::Listing(st);
+                    return Output {
+                        report: Some(ReflectorError::List(e)),
+                        command: Command::List(opts),
+                    };
+                }
+                if expired_or_large {
+                    self.rv_unavailable = true;
+                }
+                return self.fail_cycle(ReflectorError::List(e), now);
+            }
+        };
+        if page.resource_version.is_empty() {
+            return self.fail_cycle(
+                ReflectorError::BadInput(BadInput::ListWithoutResourceVersion),
+                now,
+            );
+        }
+        if let Some(err) = page.items.iter().find_map(|o| M::key(o).err()) {
+            return self.fail_cycle(ReflectorError::BadInput(BadInput::ObjectKey(err)), now);
+        }
+        if !st.mid_list {
+            st.list_rv = page.resource_version;
+        }
+        if st.items.is_empty() {
+            st.items = page.items;
+        } else {
+            st.items.extend(page.items);
+        }
+        match page.continue_token {
+            Some(token) if !st.full_fallback => {
+                st.mid_list = true;
+                let opts = ListOptions {
+                    limit: self.config.page_size,
+                    continue_token: Some(token),
+                    ..ListOptions::default()
+                };
+                self.phase = Phase::Listing(st);
+                cmd(Command::List(opts))
+            }
+            _ => {
+                let rv = st.list_rv;
+                self.phase = Phase::Replacing {
+                    rv: rv.clone(),
+                    from_stream: false,
+                };
+                cmd(Command::Store(StoreCall::Replace(st.items, rv)))
+            }
+        }
+    }
+
+    fn watch_timeout(&mut self) -> Duration {
+        let min = self.config.min_watch_timeout;
+        let nanos = u64::try_from(min.as_nanos()).unwrap_or(u64::MAX);
+        min + Duration::from_nanos(self.rng.below(nanos.saturating_add(1)))
+    }
+
+    fn start_watch<E, SE>(&mut self, report: Option<ReflectorError<E, SE>>) -> Out<T, E, SE> {
+        self.phase = Phase::OpeningWatch;
+        let opts = WatchOptions {
+            resource_version: self.last_sync_rv.clone(),
+            timeout: Some(self.watch_timeout()),
+            allow_bookmarks: true,
+            send_initial_events: false,
+        };
+        Output {
+            report,
+            command: Command::Watch(opts),
+        }
+    }
+
+    fn start_stream<E, SE>(&mut self, report: Option<ReflectorError<E, SE>>) -> Out<T, E, SE> {
+        let requested = if self.rv_unavailable {
+            ResourceVersion::default()
+        } else {
+            self.last_sync_rv.clone()
+        };
+        let opts = WatchOptions {
+            resource_version: requested.clone(),
+            timeout: Some(self.watch_timeout()),
+            allow_bookmarks: true,
+            send_initial_events: true,
+        };
+        self.phase = Phase::Streaming {
+            requested,
+            items: Vec::new(),
+        };
+        Output {
+            report,
+            command: Command::Watch(opts),
+        }
+    }
+
+    fn opened(&mut self, now: Instant) {
+        self.watch_opened_at = Some(now);
+        self.watch_events = 0;
+    }
+
+    fn read_watch<E, SE>(&mut self, report: Option<ReflectorError<E, SE>>) -> Out<T, E, SE> {
+        self.phase = Phase::Watching;
+        Output {
+            report,
+            command: Command::ReadWatch {
+                resync_at: self.resync_at,
+            },
+        }
+    }
+
+    fn on_event<E, SE>(&mut self, ev: WatchEvent<T>, now: Instant) -> Out<T, E, SE> {
+        self.watch_events += 1;
+        let (call, rv) = match ev {
+            WatchEvent::Bookmark(b) => {
+                if b.resource_version.is_empty() {
+                    return self.fail_cycle(
+                        ReflectorError::BadInput(BadInput::BookmarkWithoutResourceVersion),
+                        now,
+                    );
+                }
+                (
+                    StoreCall::Bookmark(b.resource_version.clone()),
+                    b.resource_version,
+                )
+            }
+            WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o)
+                if M::key(&o).is_err() =>
+            {
+                let err = M::key(&o)
+                    .err()
+                    .map_or(BadInput::EventWithoutResourceVersion, BadInput::ObjectKey);
+                return self.fail_cycle(ReflectorError::BadInput(err), now);
+            }
+            WatchEvent::Added(o) => (StoreCall::Add(o.clone()), M::resource_version(&o)),
+            WatchEvent::Modified(o) => (StoreCall::Update(o.clone()), M::resource_version(&o)),
+            WatchEvent::Deleted(o) => (StoreCall::Delete(o.clone()), M::resource_version(&o)),
+        };
+        if rv.is_empty() {
+            return self.fail_cycle(
+                ReflectorError::BadInput(BadInput::EventWithoutResourceVersion),
+                now,
+            );
+        }
+        self.phase = Phase::Applying {
+            rv,
+            operation: call.operation(),
+        };
+        cmd(Command::Store(call))
+    }
+
+    fn on_stream_input<E: BackendError, SE>(
+        &mut self,
+        requested: ResourceVersion,
+        mut items: Vec<Arc<T>>,
+        input: Input<T, E, SE>,
+        now: Instant,
+    ) -> Out<T, E, SE> {
+        let err = match input {
+            Input::WatchOpened(Ok(())) => {
+                self.opened(now);
+                self.phase = Phase::Streaming { requested, items };
+                return cmd(Command::ReadWatch { resync_at: None });
+            }
+            Input::WatchOpened(Err(e)) | Input::WatchFailed(e) => e,
+            Input::Event(WatchEvent::Added(o)) => {
+                if let Err(k) = M::key(&o) {
+                    return self.start_list(Some(ReflectorError::BadInput(BadInput::ObjectKey(k))));
+                }
+                items.push(o);
+                self.phase = Phase::Streaming { requested, items };
+                return cmd(Command::ReadWatch { resync_at: None });
+            }
+            Input::Event(WatchEvent::Modified(_)) => {
+                let bad = BadInput::UnexpectedEventDuringInitialEvents { event: "Modified" };
+                return self.start_list(Some(ReflectorError::BadInput(bad)));
+            }
+            Input::Event(WatchEvent::Deleted(_)) => {
+                let bad = BadInput::UnexpectedEventDuringInitialEvents { event: "Deleted" };
+                return self.start_list(Some(ReflectorError::BadInput(bad)));
+            }
+            Input::Event(WatchEvent::Bookmark(b)) if b.initial_events_end => {
+                if b.resource_version.is_empty() {
+                    let bad = BadInput::BookmarkWithoutResourceVersion;
+                    return self.start_list(Some(ReflectorError::BadInput(bad)));
+                }
+                self.watch_events += 1;
+                self.phase = Phase::Replacing {
+                    rv: b.resource_version.clone(),
+                    from_stream: true,
+                };
+                return cmd(Command::Store(StoreCall::Replace(
+                    items,
+                    b.resource_version,
+                )));
+            }
+            Input::Event(WatchEvent::Bookmark(_)) => {
+                self.phase = Phase::Streaming { requested, items };
+                return cmd(Command::ReadWatch { resync_at: None });
+            }
+            Input::WatchClosed => {
+                return self.start_list(Some(ReflectorError::InitialEventsIncomplete))
+            }
+            _ => {
+                self.phase = Phase::Streaming { requested, items };
+                return cmd(Command::ReadWatch { resync_at: None });
+            }
+        };
+        drop(items);
+        match err.kind() {
+            ErrorKind::Retry => self.back_off(After::Stream, ReflectorError::WatchOpen(err), now),
+            ErrorKind::Expired | ErrorKind::TooLargeResourceVersion if !requested.is_empty() => {
+                self.rv_unavailable = true;
+                self.start_stream(Some(ReflectorError::WatchOpen(err)))
+            }
+            _ => self.start_list(Some(ReflectorError::WatchOpen(err))),
+        }
+    }
+
+    /// Reports `err`, backs off, then does `after`.
+    fn back_off<E, SE>(
+        &mut self,
+        after: After,
+        err: ReflectorError<E, SE>,
+        now: Instant,
+    ) -> Out<T, E, SE> {
+        let delay = self.backoff.next_delay(now, &mut self.rng);
+        self.phase = Phase::BackingOff(after);
+        self.resync_at = if after == After::Relist {
+            None
+        } else {
+            self.resync_at
+        };
+        Output {
+            report: Some(err),
+            command: Command::Sleep(kcache_core::saturating_add(now, delay)),
+        }
+    }
+
+    /// Ends the `ListAndWatch` cycle: report, back off, relist.
+    fn fail_cycle<E, SE>(&mut self, err: ReflectorError<E, SE>, now: Instant) -> Out<T, E, SE> {
+        self.back_off(After::Relist, err, now)
+    }
+}
+
+struct ListState<T> {
+    items: Vec<Arc<T>>,
+    list_rv: ResourceVersion,
+    mid_list: bool,
+    retried_from_empty: bool,
+    full_fallback: bool,
+}
+
+fn cmd<T, E, SE>(command: Command<T>) -> Output<T, E, SE> {
+    Output {
+        report: None,
+        command,
+    }
+}
+
+fn store_error<E, SE>(operation: StoreOperation, source: SE) -> ReflectorError<E, SE> {
+    ReflectorError::Store { operation, source }
+}

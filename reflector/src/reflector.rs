@@ -1,0 +1,207 @@
+//! [`Reflector`]: the thin async driver around the state machine.
+
+use crate::handle::{ReflectorHandle, Shared, Stopped};
+use crate::machine::{Command, Config, Input, Machine, StoreCall};
+use crate::{ListWatcher, ReflectorBuilder, ReflectorError, WatchStream};
+use futures::future::Either;
+use futures::StreamExt;
+use kcache_core::{Clock, Meta, ObjectAccessor, ReflectorStore, ResourceVersion, Sleep};
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::{pin, Pin};
+use std::sync::Arc;
+use std::time::Instant;
+
+pub(crate) type Hook<E, SE> = Arc<dyn Fn(&ReflectorError<E, SE>) + Send + Sync>;
+pub(crate) type ShouldResync = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// Keeps a [`ReflectorStore`] in step with a [`ListWatcher`], following client-go's reflector.
+///
+/// `run` lists (resource version `"0"` first, then the last synced version, `""` after an
+/// Expired or TooLarge answer; in pages of 500, with a full list if a continue token expires),
+/// replaces the store's content, then watches from the list's version with bookmarks and a
+/// randomized timeout, applying each event to the store. A clean close re-watches; a `Retry` error
+/// backs off and re-watches; any other error backs off and relists. Optionally, a streaming initial
+/// list replaces the list, and a resync timer calls `store.resync()`. Backoff, timeouts and resync
+/// all run on the [`Clock`].
+///
+/// Build one with [`Reflector::builder`]; see the crate documentation for an example.
+#[doc(alias = "ListAndWatch")]
+pub struct Reflector<T, L: ListWatcher<T>, S: ReflectorStore<T>, M = ObjectAccessor> {
+    pub(crate) lw: L,
+    pub(crate) store: S,
+    pub(crate) name: String,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) config: Config,
+    pub(crate) should_resync: Option<ShouldResync>,
+    pub(crate) hook: Option<Hook<L::Error, S::Error>>,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) _types: PhantomData<fn() -> (T, M)>,
+}
+
+impl<T, L: ListWatcher<T>, S: ReflectorStore<T>> Reflector<T, L, S, ObjectAccessor> {
+    /// A builder for a reflector from `lw` into `store` (keys read through [`ObjectAccessor`];
+    /// change it with [`ReflectorBuilder::meta`]).
+    pub fn builder(lw: L, store: S) -> ReflectorBuilder<T, L, S, ObjectAccessor> {
+        ReflectorBuilder::new(lw, store)
+    }
+}
+
+impl<T, L, S, M> Reflector<T, L, S, M>
+where
+    T: Send + Sync + 'static,
+    L: ListWatcher<T>,
+    S: ReflectorStore<T>,
+    M: Meta<T>,
+{
+    /// The reflector's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The store the reflector writes into.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// A handle to stop the reflector and read its last synced resource version.
+    pub fn handle(&self) -> ReflectorHandle {
+        ReflectorHandle {
+            shared: self.shared.clone(),
+        }
+    }
+
+    /// The resource version of the last list, event or bookmark applied to the store.
+    pub fn last_sync_resource_version(&self) -> ResourceVersion {
+        self.handle().last_sync_resource_version()
+    }
+
+    /// Runs until [`ReflectorHandle::stop`] is called. Every error goes to the watch-error hook;
+    /// the reflector recovers from all of them by itself.
+    ///
+    /// # Cancel safety
+    /// Dropping the future stops the reflector; the store keeps what was applied.
+    pub async fn run(self) {
+        self.run_until(std::future::pending::<()>()).await;
+    }
+
+    /// Runs until `shutdown` completes or [`ReflectorHandle::stop`] is called, whichever is first.
+    pub async fn run_until<F: Future<Output = ()> + Send>(self, shutdown: F) {
+        let shared = self.shared.clone();
+        let shutdown = pin!(shutdown);
+        let mut stop = pin!(futures::future::select(shutdown, Stopped(&shared)));
+        let mut machine: Machine<T, M> = Machine::new(self.config.clone());
+        let mut stream: Option<WatchStream<T, L::Error>> = None;
+        let mut resync: Option<(Instant, Sleep)> = None;
+        let mut out = machine.step(Input::Start, self.clock.now());
+        loop {
+            self.shared.publish(machine.last_sync_resource_version());
+            if let (Some(err), Some(hook)) = (out.report.as_ref(), self.hook.as_ref()) {
+                hook(err);
+            }
+            let input = match out.command {
+                Command::List(opts) => {
+                    stream = None;
+                    match race(&mut stop, self.lw.list(&opts)).await {
+                        Some(res) => Input::Listed(res),
+                        None => return,
+                    }
+                }
+                Command::Watch(opts) => {
+                    stream = None;
+                    match race(&mut stop, self.lw.watch(&opts)).await {
+                        Some(Ok(s)) => {
+                            stream = Some(s);
+                            Input::WatchOpened(Ok(()))
+                        }
+                        Some(Err(e)) => Input::WatchOpened(Err(e)),
+                        None => return,
+                    }
+                }
+                Command::Store(call) => Input::StoreDone(self.apply(call)),
+                Command::Sleep(deadline) => {
+                    stream = None;
+                    match race(&mut stop, self.clock.sleep_until_async(deadline)).await {
+                        Some(()) => Input::Slept,
+                        None => return,
+                    }
+                }
+                Command::ReadWatch { resync_at } => {
+                    match (resync_at, resync.as_ref()) {
+                        (None, _) => resync = None,
+                        (Some(t), Some((cur, _))) if *cur == t => {}
+                        (Some(t), _) => resync = Some((t, self.clock.sleep_until_async(t))),
+                    }
+                    match stream.as_mut() {
+                        None => Input::WatchClosed,
+                        Some(s) => {
+                            let tick = async {
+                                match resync.as_mut() {
+                                    Some((_, sleep)) => sleep.await,
+                                    None => std::future::pending().await,
+                                }
+                            };
+                            let tick = pin!(tick);
+                            let next = futures::future::select(s.next(), tick);
+                            match race(&mut stop, next).await {
+                                None => return,
+                                Some(Either::Left((Some(Ok(ev)), _))) => Input::Event(ev),
+                                Some(Either::Left((Some(Err(e)), _))) => Input::WatchFailed(e),
+                                Some(Either::Left((None, _))) => Input::WatchClosed,
+                                Some(Either::Right(_)) => {
+                                    resync = None;
+                                    let allowed = self.should_resync.as_ref().is_none_or(|f| f());
+                                    Input::ResyncDue { allowed }
+                                }
+                            }
+                        }
+                    }
+                }
+            };
+            out = machine.step(input, self.clock.now());
+        }
+    }
+
+    fn apply(&self, call: StoreCall<T>) -> Result<(), S::Error> {
+        match call {
+            StoreCall::Add(o) => self.store.add(o),
+            StoreCall::Update(o) => self.store.update(o),
+            StoreCall::Delete(o) => self.store.delete(o),
+            StoreCall::Replace(items, rv) => self.store.replace(items, rv),
+            StoreCall::Resync => self.store.resync(),
+            StoreCall::Bookmark(rv) => self.store.bookmark(rv),
+        }
+    }
+}
+
+/// Runs `f` unless `stop` completes first (`None`).
+async fn race<S, F>(stop: &mut Pin<&mut S>, f: F) -> Option<F::Output>
+where
+    S: Future,
+    F: Future,
+{
+    match futures::future::select(stop.as_mut(), pin!(f)).await {
+        Either::Left(_) => None,
+        Either::Right((v, _)) => Some(v),
+    }
+}
+
+impl<T, L: ListWatcher<T>, S: ReflectorStore<T>, M> fmt::Debug for Reflector<T, L, S, M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Reflector")
+            .field("name", &self.name)
+            .field("config", &self.config)
+            .field("last_sync_resource_version", &self.shared_rv())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T, L: ListWatcher<T>, S: ReflectorStore<T>, M> Reflector<T, L, S, M> {
+    fn shared_rv(&self) -> ResourceVersion {
+        ReflectorHandle {
+            shared: self.shared.clone(),
+        }
+        .last_sync_resource_version()
+    }
+}
