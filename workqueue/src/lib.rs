@@ -18,7 +18,7 @@
 //! a [`Clock`](kcache_core::Clock) given in the [`QueueConfig`], so tests drive delays with a
 //! [`FakeClock`](kcache_core::FakeClock) instead of sleeping. Metrics use client-go's names
 //! (`workqueue_depth`, `workqueue_adds_total`, …) through a [`MetricsProvider`]; feature
-//! `prometheus` adds [`PrometheusMetricsProvider`](metrics::PrometheusMetricsProvider).
+//! `prometheus` adds `metrics::PrometheusMetricsProvider`, on the `prometheus-client` crate.
 //!
 //! Where kcache differs from client-go (each covered by a test): an item waiting for its delay and
 //! added now is processed once, not twice; [`shut_down_with_drain`](Queue::shut_down_with_drain)

@@ -38,7 +38,7 @@ pub trait HistogramMetric: Send + Sync {
 /// Creates the metrics of a named queue (client-go's `workqueue.MetricsProvider`).
 ///
 /// Each method receives the queue's name, which implementations use as the `name` label. The
-/// metric names client-go's Prometheus adapter registers, and that [`PrometheusMetricsProvider`]
+/// metric names client-go's Prometheus adapter registers, and that `PrometheusMetricsProvider`
 /// (feature `prometheus`) uses too, are given per method. A queue only asks for metrics when it has
 /// a name and a provider (see [`QueueConfig`](crate::QueueConfig)); otherwise it does no metrics
 /// work at all.
