@@ -1,0 +1,222 @@
+//! The pure core of the source: the current objects, the bounded window of past changes, and
+//! reconstruction of the state at any version inside that window. No locks, no time.
+
+use crate::MemoryError;
+use kcache_core::{ObjectKey, ResourceVersion};
+use kcache_reflector::WatchEvent;
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, VecDeque};
+use std::ops::Bound;
+use std::sync::Arc;
+
+/// What a change did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ChangeKind {
+    Added,
+    Modified,
+    Deleted,
+}
+
+/// One write, as kept in the history window.
+#[derive(Debug)]
+pub(crate) struct Change<T> {
+    /// The version this write created.
+    pub(crate) rv: u64,
+    pub(crate) kind: ChangeKind,
+    pub(crate) key: ObjectKey,
+    /// The new state; for a deletion, the last state stamped with the deletion's version.
+    pub(crate) obj: Arc<T>,
+    /// The state before the write (`None` for a creation).
+    pub(crate) prev: Option<Arc<T>>,
+}
+
+impl<T> Change<T> {
+    /// The watch event that reports this change.
+    pub(crate) fn event(&self) -> WatchEvent<T> {
+        let obj = self.obj.clone();
+        match self.kind {
+            ChangeKind::Added => WatchEvent::Added(obj),
+            ChangeKind::Modified => WatchEvent::Modified(obj),
+            ChangeKind::Deleted => WatchEvent::Deleted(obj),
+        }
+    }
+}
+
+/// A stored object and the version of the write that made it.
+#[derive(Debug)]
+pub(crate) struct Entry<T> {
+    pub(crate) obj: Arc<T>,
+    pub(crate) rv: u64,
+}
+
+/// The versioned state: current objects plus the changes with versions `oldest + 1 ..= rv`.
+///
+/// Every write takes the next version, so the window is contiguous and the change with version
+/// `v` sits at index `v - oldest - 1`.
+#[derive(Debug)]
+pub(crate) struct History<T> {
+    objects: BTreeMap<ObjectKey, Entry<T>>,
+    changes: VecDeque<Change<T>>,
+    rv: u64,
+    oldest: u64,
+    window: usize,
+}
+
+impl<T> History<T> {
+    /// An empty state at version `start`, keeping up to `window` changes.
+    pub(crate) fn new(start: u64, window: usize) -> Self {
+        Self {
+            objects: BTreeMap::new(),
+            changes: VecDeque::new(),
+            rv: start,
+            oldest: start,
+            window,
+        }
+    }
+
+    /// The current version.
+    pub(crate) fn rv(&self) -> u64 {
+        self.rv
+    }
+
+    /// The oldest version whose state can still be reconstructed.
+    pub(crate) fn oldest(&self) -> u64 {
+        self.oldest
+    }
+
+    /// The version the next write will take.
+    pub(crate) fn next_rv(&self) -> Result<u64, MemoryError> {
+        self.rv
+            .checked_add(1)
+            .ok_or(MemoryError::ResourceVersionsExhausted)
+    }
+
+    pub(crate) fn get(&self, key: &str) -> Option<&Entry<T>> {
+        self.objects.get(key)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.objects.len()
+    }
+
+    /// The current objects in key order.
+    pub(crate) fn objects(&self) -> impl Iterator<Item = &Arc<T>> + '_ {
+        self.objects.values().map(|e| &e.obj)
+    }
+
+    /// Applies a change whose version is [`History::next_rv`], then trims the window.
+    pub(crate) fn record(&mut self, change: Change<T>) {
+        debug_assert_eq!(Some(change.rv), self.rv.checked_add(1));
+        self.rv = change.rv;
+        match change.kind {
+            ChangeKind::Deleted => {
+                self.objects.remove(&change.key);
+            }
+            ChangeKind::Added | ChangeKind::Modified => {
+                let entry = Entry {
+                    obj: change.obj.clone(),
+                    rv: change.rv,
+                };
+                self.objects.insert(change.key.clone(), entry);
+            }
+        }
+        self.changes.push_back(change);
+        while self.changes.len() > self.window {
+            match self.changes.pop_front() {
+                Some(evicted) => self.oldest = evicted.rv,
+                None => break,
+            }
+        }
+    }
+
+    /// Checks that the state at `rv` is known: `Expired` before the window, `TooLarge` after now.
+    pub(crate) fn check(&self, rv: u64) -> Result<(), MemoryError> {
+        if rv > self.rv {
+            Err(MemoryError::TooLargeResourceVersion {
+                requested: rv.into(),
+                current: self.rv.into(),
+            })
+        } else if rv < self.oldest {
+            Err(MemoryError::Expired {
+                requested: rv.into(),
+                oldest: self.oldest.into(),
+            })
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The changes after version `rv`, oldest first.
+    pub(crate) fn changes_after(
+        &self,
+        rv: u64,
+    ) -> Result<impl Iterator<Item = &Change<T>> + '_, MemoryError> {
+        self.check(rv)?;
+        let skip = usize::try_from(rv - self.oldest).unwrap_or(usize::MAX);
+        Ok(self.changes.iter().skip(skip))
+    }
+
+    /// Up to `limit` objects of the state at version `rv` whose keys come after `after`, in key
+    /// order, and the key to continue after when more remain.
+    ///
+    /// Built by overlaying the current objects with the states the changes after `rv` replaced,
+    /// so a page costs O(changes since `rv` + page), never a copy of the whole state.
+    pub(crate) fn page_at(
+        &self,
+        rv: u64,
+        after: Option<&ObjectKey>,
+        limit: Option<usize>,
+    ) -> Result<(Vec<Arc<T>>, Option<ObjectKey>), MemoryError> {
+        let mut overlay: BTreeMap<&ObjectKey, Option<&Arc<T>>> = BTreeMap::new();
+        for c in self.changes_after(rv)? {
+            overlay.entry(&c.key).or_insert(c.prev.as_ref());
+        }
+        let lower = after.map_or(Bound::Unbounded, Bound::Excluded);
+        let mut current = self
+            .objects
+            .range::<ObjectKey, _>((lower, Bound::Unbounded))
+            .peekable();
+        let mut past = overlay
+            .range::<&ObjectKey, _>((lower.as_ref(), Bound::Unbounded))
+            .peekable();
+        let limit = limit.unwrap_or(usize::MAX);
+        let mut items = Vec::new();
+        let mut last: Option<&ObjectKey> = None;
+        loop {
+            let order = match (current.peek(), past.peek()) {
+                (None, None) => break,
+                (Some(_), None) => Ordering::Less,
+                (None, Some(_)) => Ordering::Greater,
+                (Some((ck, _)), Some((pk, _))) => (*ck).cmp(**pk),
+            };
+            let next = match order {
+                Ordering::Less => current.next().map(|(k, e)| (k, Some(&e.obj))),
+                Ordering::Greater => past.next().map(|(k, o)| (*k, *o)),
+                Ordering::Equal => {
+                    current.next();
+                    past.next().map(|(k, o)| (*k, *o))
+                }
+            };
+            let Some((key, Some(obj))) = next else {
+                continue;
+            };
+            if items.len() == limit {
+                return Ok((items, last.cloned()));
+            }
+            items.push(obj.clone());
+            last = Some(key);
+        }
+        Ok((items, None))
+    }
+}
+
+/// Parses a resource version of this source: `None` for the empty version.
+pub(crate) fn parse_rv(rv: &ResourceVersion) -> Result<Option<u64>, MemoryError> {
+    if rv.is_empty() {
+        return Ok(None);
+    }
+    rv.as_str()
+        .parse::<u64>()
+        .map(Some)
+        .map_err(|_| MemoryError::InvalidResourceVersion(rv.clone()))
+}
