@@ -102,7 +102,9 @@ impl Subscription {
     }
 
     pub(crate) fn new(cancel: impl FnOnce() + Send + Sync + 'static) -> Self {
-        Self { cancel: Some(Box::new(cancel)) }
+        Self {
+            cancel: Some(Box::new(cancel)),
+        }
     }
 }
 
@@ -116,7 +118,9 @@ impl Drop for Subscription {
 
 impl fmt::Debug for Subscription {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Subscription").field("active", &self.cancel.is_some()).finish()
+        f.debug_struct("Subscription")
+            .field("active", &self.cancel.is_some())
+            .finish()
     }
 }
 

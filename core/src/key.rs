@@ -198,7 +198,10 @@ mod tests {
         assert_eq!(split_key("name"), Ok((None, "name")));
         assert_eq!(split_key("ns/name"), Ok((Some("ns"), "name")));
         assert_eq!(split_key("/name"), Ok((None, "name")));
-        assert_eq!(split_key("a/b/c"), Err(KeyError::TooManySlashes("a/b/c".into())));
+        assert_eq!(
+            split_key("a/b/c"),
+            Err(KeyError::TooManySlashes("a/b/c".into()))
+        );
         assert_eq!(split_key(""), Err(KeyError::EmptyName(String::new())));
         assert_eq!(split_key("ns/"), Err(KeyError::EmptyName("ns/".into())));
     }
@@ -213,9 +216,18 @@ mod tests {
 
     #[test]
     fn parts_with_slashes_are_rejected() {
-        assert!(matches!(ObjectKey::namespaced("a/b", "c"), Err(KeyError::SlashInPart(_))));
-        assert!(matches!(ObjectKey::namespaced("a", "b/c"), Err(KeyError::SlashInPart(_))));
-        assert!(matches!(ObjectKey::namespaced("a", ""), Err(KeyError::EmptyName(_))));
+        assert!(matches!(
+            ObjectKey::namespaced("a/b", "c"),
+            Err(KeyError::SlashInPart(_))
+        ));
+        assert!(matches!(
+            ObjectKey::namespaced("a", "b/c"),
+            Err(KeyError::SlashInPart(_))
+        ));
+        assert!(matches!(
+            ObjectKey::namespaced("a", ""),
+            Err(KeyError::EmptyName(_))
+        ));
     }
 
     #[test]

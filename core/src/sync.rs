@@ -54,7 +54,9 @@ mod imp {
         /// Locks the mutex.
         pub fn lock(&self) -> MutexGuard<'_, T> {
             MutexGuard(Some(
-                self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner),
+                self.0
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner),
             ))
         }
     }
@@ -62,12 +64,16 @@ mod imp {
     impl<T> Deref for MutexGuard<'_, T> {
         type Target = T;
         fn deref(&self) -> &T {
-            self.0.as_deref().unwrap_or_else(|| unreachable!("guard is only empty inside wait"))
+            self.0
+                .as_deref()
+                .unwrap_or_else(|| unreachable!("guard is only empty inside wait"))
         }
     }
     impl<T> DerefMut for MutexGuard<'_, T> {
         fn deref_mut(&mut self) -> &mut T {
-            self.0.as_deref_mut().unwrap_or_else(|| unreachable!("guard is only empty inside wait"))
+            self.0
+                .as_deref_mut()
+                .unwrap_or_else(|| unreachable!("guard is only empty inside wait"))
         }
     }
 
@@ -85,11 +91,15 @@ mod imp {
         }
         /// Locks for reading.
         pub fn read(&self) -> RwLockReadGuard<'_, T> {
-            self.0.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+            self.0
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
         }
         /// Locks for writing.
         pub fn write(&self) -> RwLockWriteGuard<'_, T> {
-            self.0.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+            self.0
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
         }
     }
 
@@ -101,10 +111,12 @@ mod imp {
         _timeout: Option<std::time::Duration>,
     ) {
         if let Some(g) = guard.0.take() {
-            guard.0 = Some(cv.wait(g).unwrap_or_else(std::sync::PoisonError::into_inner));
+            guard.0 = Some(
+                cv.wait(g)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner),
+            );
         }
     }
-
 }
 
 pub use imp::*;

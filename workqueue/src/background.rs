@@ -20,7 +20,9 @@ pub(crate) fn spawn<T: Clone + Eq + Hash + Send + 'static>(shared: &Arc<Shared<T
         let mut next_metrics = None;
         loop {
             signal.clear();
-            let Some(next) = tick(&weak, &mut next_metrics) else { break };
+            let Some(next) = tick(&weak, &mut next_metrics) else {
+                break;
+            };
             signal.wait(clock.as_ref(), next);
         }
     };
@@ -28,7 +30,10 @@ pub(crate) fn spawn<T: Clone + Eq + Hash + Send + 'static>(shared: &Arc<Shared<T
     {
         // Without a thread the queue still works for immediate adds; delayed items would never
         // become ready, so a failed spawn must not pass silently.
-        if let Err(e) = std::thread::Builder::new().name("kcache-workqueue".into()).spawn(run) {
+        if let Err(e) = std::thread::Builder::new()
+            .name("kcache-workqueue".into())
+            .spawn(run)
+        {
             panic!("kcache-workqueue: cannot start the queue's timer thread: {e}");
         }
     }

@@ -34,7 +34,11 @@ pub struct QueueConfig {
 impl QueueConfig {
     /// No name, no metrics, the system clock.
     pub fn new() -> Self {
-        Self { name: None, metrics_provider: None, clock: Arc::new(SystemClock) }
+        Self {
+            name: None,
+            metrics_provider: None,
+            clock: Arc::new(SystemClock),
+        }
     }
 
     /// Names the queue (the metrics' `name` label).

@@ -111,7 +111,9 @@ impl<T: Clone + Eq + Hash + Send + 'static> Default for DelayingQueue<T> {
 
 impl<T> Clone for DelayingQueue<T> {
     fn clone(&self) -> Self {
-        Self { queue: self.queue.clone() }
+        Self {
+            queue: self.queue.clone(),
+        }
     }
 }
 

@@ -106,7 +106,11 @@ impl<T: Clone + Eq + Hash + Send + 'static> Queue<T> {
         };
         Self {
             shared: Arc::new(Shared {
-                inner: Mutex::new(Inner { st: State::new(), sleeping: 0, waiters: Waiters::new() }),
+                inner: Mutex::new(Inner {
+                    st: State::new(),
+                    sleeping: 0,
+                    waiters: Waiters::new(),
+                }),
                 ready: Condvar::new(),
                 drained: Condvar::new(),
                 ready_hint: AtomicUsize::new(0),
@@ -182,7 +186,8 @@ impl<T: Clone + Eq + Hash + Send + 'static> Queue<T> {
         let now = self.shared.metrics_now();
         let mut g = self.shared.lock();
         let clock = &self.shared.clock;
-        let outcome = g.st.done(item, || now.unwrap_or_else(|| clock.now()), now.is_some());
+        let outcome =
+            g.st.done(item, || now.unwrap_or_else(|| clock.now()), now.is_some());
         self.shared.after_done(g, outcome, now)
     }
 
@@ -264,7 +269,8 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
         if let Some(m) = &self.metrics {
             m.depth.dec();
             if let (Some(now), Some(since)) = (now, since) {
-                m.latency.observe(now.saturating_duration_since(since).as_secs_f64());
+                m.latency
+                    .observe(now.saturating_duration_since(since).as_secs_f64());
             }
         }
         Some(item)
@@ -324,7 +330,8 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
         };
         drop(g);
         if let (Some(m), Some(now), Some(started)) = (&self.metrics, now, started) {
-            m.work_duration.observe(now.saturating_duration_since(started).as_secs_f64());
+            m.work_duration
+                .observe(now.saturating_duration_since(started).as_secs_f64());
         }
         Ok(())
     }
@@ -381,7 +388,9 @@ impl<T: Clone + Eq + Hash + Send + 'static> Default for Queue<T> {
 
 impl<T> Clone for Queue<T> {
     fn clone(&self) -> Self {
-        Self { shared: self.shared.clone() }
+        Self {
+            shared: self.shared.clone(),
+        }
     }
 }
 

@@ -47,7 +47,10 @@ impl<T: Clone + Eq + Hash + Send + 'static> RateLimitingQueue<T> {
     /// A rate-limiting queue built from `config`. The limiter keeps its own clock: give it the same
     /// fake clock in tests.
     pub fn with_config(limiter: impl RateLimiter<T> + 'static, config: QueueConfig) -> Self {
-        Self { delaying: DelayingQueue::with_config(config), limiter: Arc::new(limiter) }
+        Self {
+            delaying: DelayingQueue::with_config(config),
+            limiter: Arc::new(limiter),
+        }
     }
 
     /// Adds `item` after the delay the limiter gives (which records the retry). Returns `false`
@@ -83,7 +86,10 @@ impl<T> Deref for RateLimitingQueue<T> {
 
 impl<T> Clone for RateLimitingQueue<T> {
     fn clone(&self) -> Self {
-        Self { delaying: self.delaying.clone(), limiter: self.limiter.clone() }
+        Self {
+            delaying: self.delaying.clone(),
+            limiter: self.limiter.clone(),
+        }
     }
 }
 

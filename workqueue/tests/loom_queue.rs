@@ -19,7 +19,11 @@ fn no_item_is_handed_to_two_workers_at_once() {
                 let (q, busy) = (q.clone(), busy.clone());
                 thread::spawn(move || {
                     if let Some(item) = q.try_get() {
-                        assert_eq!(busy.fetch_add(1, Ordering::SeqCst), 0, "two workers hold {item}");
+                        assert_eq!(
+                            busy.fetch_add(1, Ordering::SeqCst),
+                            0,
+                            "two workers hold {item}"
+                        );
                         busy.fetch_sub(1, Ordering::SeqCst);
                         q.done(&item).unwrap();
                     }
@@ -121,7 +125,11 @@ fn shut_down_with_drain_waits_for_in_flight_and_queued_items() {
             })
         };
         q.shut_down_with_drain();
-        assert_eq!(finished.load(Ordering::SeqCst), 2, "drain returned before both items were done");
+        assert_eq!(
+            finished.load(Ordering::SeqCst),
+            2,
+            "drain returned before both items were done"
+        );
         assert_eq!(q.in_flight(), 0);
         worker.join().unwrap();
     });

@@ -108,7 +108,9 @@ impl Default for FakeClock {
 
 impl fmt::Debug for FakeClock {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FakeClock").field("now", &self.inner.state.lock().now).finish()
+        f.debug_struct("FakeClock")
+            .field("now", &self.inner.state.lock().now)
+            .finish()
     }
 }
 

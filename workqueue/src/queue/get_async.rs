@@ -56,6 +56,8 @@ impl<T: Clone + Eq + Hash + Send + 'static> Drop for GetAsync<'_, T> {
 
 impl<T: Clone + Eq + Hash + Send + 'static> fmt::Debug for GetAsync<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GetAsync").field("parked", &self.id.is_some()).finish()
+        f.debug_struct("GetAsync")
+            .field("parked", &self.id.is_some())
+            .finish()
     }
 }

@@ -17,7 +17,10 @@ pub(crate) enum Slot {
     /// In the ready deque. `since` is the first add (only kept when metrics are on).
     Queued { since: Option<Instant> },
     /// Handed out by `get`, not yet `done`. `started` is kept when metrics are on.
-    Processing { started: Option<Instant>, then: Then },
+    Processing {
+        started: Option<Instant>,
+        then: Then,
+    },
     /// Waiting in the delay heap until `at`.
     Waiting { at: Instant },
 }
@@ -57,12 +60,21 @@ pub(crate) enum Finished {
     /// The item was not being processed: nothing changed.
     NotProcessing,
     /// The item left the queue. `idle` when nothing is in flight any more.
-    Removed { started: Option<Instant>, idle: bool },
+    Removed {
+        started: Option<Instant>,
+        idle: bool,
+    },
     /// The item went back to the ready deque; `newly` when it becomes pending only now (a delayed
     /// re-add whose deadline passed while it was in flight), not at an earlier add.
-    Requeued { started: Option<Instant>, newly: bool },
+    Requeued {
+        started: Option<Instant>,
+        newly: bool,
+    },
     /// The item went to the delay heap; `earliest` if it is now the first deadline.
-    Delayed { started: Option<Instant>, earliest: bool },
+    Delayed {
+        started: Option<Instant>,
+        earliest: bool,
+    },
 }
 
 #[derive(Debug)]
@@ -186,7 +198,9 @@ impl<T: Clone + Eq + Hash> State<T> {
             None => {
                 self.slots.insert(item.clone(), Slot::Waiting { at });
                 self.waiting += 1;
-                Added::Delayed { earliest: self.push_heap(item, at) }
+                Added::Delayed {
+                    earliest: self.push_heap(item, at),
+                }
             }
             Some(Slot::Queued { .. }) => Added::Deduplicated,
             Some(Slot::Processing { then, .. }) => match then {
@@ -202,7 +216,9 @@ impl<T: Clone + Eq + Hash> State<T> {
                     return Added::Deduplicated;
                 }
                 *old = at;
-                Added::Delayed { earliest: self.push_heap(item, at) }
+                Added::Delayed {
+                    earliest: self.push_heap(item, at),
+                }
             }
         }
     }
@@ -210,7 +226,11 @@ impl<T: Clone + Eq + Hash> State<T> {
     fn push_heap(&mut self, item: T, at: Instant) -> bool {
         let earliest = self.heap.peek().is_none_or(|Reverse(e)| at < e.at);
         self.seq += 1;
-        self.heap.push(Reverse(Entry { at, seq: self.seq, item }));
+        self.heap.push(Reverse(Entry {
+            at,
+            seq: self.seq,
+            item,
+        }));
         earliest
     }
 
@@ -223,7 +243,10 @@ impl<T: Clone + Eq + Hash> State<T> {
                     Slot::Queued { since } => since,
                     _ => None,
                 };
-                *slot = Slot::Processing { started: now, then: Then::Nothing };
+                *slot = Slot::Processing {
+                    started: now,
+                    then: Then::Nothing,
+                };
                 since
             }
             None => None,
@@ -263,7 +286,10 @@ impl<T: Clone + Eq + Hash> State<T> {
             // Nothing to do, or a delayed re-add whose heap went away with the shutdown.
             Then::Nothing | Then::Wait { .. } => {
                 self.slots.remove(item);
-                Finished::Removed { started, idle: self.in_flight == 0 }
+                Finished::Removed {
+                    started,
+                    idle: self.in_flight == 0,
+                }
             }
         }
     }
@@ -272,10 +298,14 @@ impl<T: Clone + Eq + Hash> State<T> {
     pub(crate) fn fire_due(&mut self, now: Instant, stamp: bool) -> usize {
         let mut fired = 0;
         while self.heap.peek().is_some_and(|Reverse(e)| e.at <= now) {
-            let Some(Reverse(e)) = self.heap.pop() else { break };
+            let Some(Reverse(e)) = self.heap.pop() else {
+                break;
+            };
             if let Some(slot) = self.slots.get_mut(&e.item) {
                 if *slot == (Slot::Waiting { at: e.at }) {
-                    *slot = Slot::Queued { since: stamp.then_some(now) };
+                    *slot = Slot::Queued {
+                        since: stamp.then_some(now),
+                    };
                     self.waiting -= 1;
                     self.ready.push_back(e.item);
                     fired += 1;
