@@ -1,1 +1,795 @@
+//! Unit tests of the pure state machine: one test per rule of client-go's reflector protocol.
 
+use super::*;
+use kcache_core::{Object, ObjectAccessor};
+
+#[derive(Debug)]
+pub(super) struct Obj {
+    name: String,
+    rv: String,
+}
+
+impl Object for Obj {
+    fn namespace(&self) -> Option<&str> {
+        Some("ns")
+    }
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn resource_version(&self) -> ResourceVersion {
+        ResourceVersion::from(self.rv.as_str())
+    }
+}
+
+fn obj(name: &str, rv: u64) -> Arc<Obj> {
+    Arc::new(Obj {
+        name: name.into(),
+        rv: rv.to_string(),
+    })
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("backend {0:?}")]
+pub(super) struct Be(ErrorKind);
+
+impl BackendError for Be {
+    fn kind(&self) -> ErrorKind {
+        self.0
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("store failed")]
+pub(super) struct Se;
+
+type O = Output<Obj, Be, Se>;
+type I = Input<Obj, Be, Se>;
+
+struct H {
+    m: Machine<Obj, ObjectAccessor>,
+    now: Instant,
+}
+
+fn config() -> Config {
+    Config {
+        page_size: Some(500),
+        min_watch_timeout: Duration::from_secs(300),
+        resync_period: None,
+        streaming: false,
+        backoff: BackoffConfig::default(),
+        seed: Some(1),
+    }
+}
+
+impl H {
+    fn new(cfg: Config) -> Self {
+        let now = kcache_core::Clock::now(&kcache_core::FakeClock::new());
+        Self {
+            m: Machine::new(cfg),
+            now,
+        }
+    }
+    fn step(&mut self, input: I) -> O {
+        self.m.step(input, self.now)
+    }
+    fn rv(&self) -> &str {
+        self.m.last_sync_resource_version().as_str()
+    }
+    /// Start, list (one page at `rv`), replace OK: returns the watch command's options.
+    fn synced(&mut self, rv: &str) -> WatchOptions {
+        list_opts(&self.step(Input::Start));
+        let out = self.step(Input::Listed(Ok(page(vec![obj("a", 1)], rv, None))));
+        assert!(matches!(
+            out.command,
+            Command::Store(StoreCall::Replace(..))
+        ));
+        watch_opts(&self.step(Input::StoreDone(Ok(()))))
+    }
+    /// Synced and watching.
+    fn watching(&mut self, rv: &str) {
+        self.synced(rv);
+        assert!(is_read(&self.step(Input::WatchOpened(Ok(())))));
+    }
+}
+
+fn page(items: Vec<Arc<Obj>>, rv: &str, next: Option<&str>) -> ListPage<Obj> {
+    ListPage {
+        items,
+        resource_version: rv.into(),
+        continue_token: next.map(str::to_owned),
+    }
+}
+
+fn list_opts(out: &O) -> ListOptions {
+    match &out.command {
+        Command::List(o) => o.clone(),
+        _ => panic!("expected a list"),
+    }
+}
+
+fn watch_opts(out: &O) -> WatchOptions {
+    match &out.command {
+        Command::Watch(o) => o.clone(),
+        _ => panic!("expected a watch"),
+    }
+}
+
+fn sleep_for(h: &H, out: &O) -> Duration {
+    match out.command {
+        Command::Sleep(t) => t - h.now,
+        _ => panic!("expected a sleep"),
+    }
+}
+
+fn is_read(out: &O) -> bool {
+    matches!(out.command, Command::ReadWatch { .. })
+}
+
+fn err(kind: ErrorKind) -> Be {
+    Be(kind)
+}
+
+#[test]
+fn the_first_list_asks_for_resource_version_zero_in_pages_of_500() {
+    let mut h = H::new(config());
+    let opts = list_opts(&h.step(Input::Start));
+    assert_eq!(opts.resource_version.as_str(), "0");
+    assert_eq!(opts.limit, Some(500));
+    assert_eq!(opts.continue_token, None);
+}
+
+#[test]
+fn a_list_replaces_the_store_then_watches_from_its_version_with_bookmarks() {
+    let mut h = H::new(config());
+    h.step(Input::Start);
+    let out = h.step(Input::Listed(Ok(page(
+        vec![obj("a", 3), obj("b", 4)],
+        "10",
+        None,
+    ))));
+    match out.command {
+        Command::Store(StoreCall::Replace(items, rv)) => {
+            assert_eq!(items.len(), 2);
+            assert_eq!(rv.as_str(), "10");
+        }
+        _ => panic!("expected a replace"),
+    }
+    assert_eq!(
+        h.rv(),
+        "",
+        "the version is recorded only once the store took the list"
+    );
+    let w = watch_opts(&h.step(Input::StoreDone(Ok(()))));
+    assert_eq!(h.rv(), "10");
+    assert_eq!(w.resource_version.as_str(), "10");
+    assert!(w.allow_bookmarks && !w.send_initial_events);
+    let t = w.timeout.unwrap_or_default();
+    assert!(
+        t >= Duration::from_secs(300) && t <= Duration::from_secs(600),
+        "{t:?}"
+    );
+}
+
+#[test]
+fn watch_timeouts_are_randomized_between_min_and_twice_min() {
+    let mut h = H::new(config());
+    h.watching("5");
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..20 {
+        h.step(Input::Event(WatchEvent::Added(obj("x", 6))));
+        h.step(Input::StoreDone(Ok(())));
+        let w = watch_opts(&h.step(Input::WatchClosed));
+        let t = w.timeout.unwrap_or_default();
+        assert!((Duration::from_secs(300)..=Duration::from_secs(600)).contains(&t));
+        seen.insert(t);
+        h.step(Input::WatchOpened(Ok(())));
+    }
+    assert!(seen.len() > 10, "timeouts should vary: {seen:?}");
+}
+
+#[test]
+fn a_relist_after_a_watch_error_uses_the_last_synced_version() {
+    let mut h = H::new(config());
+    h.watching("5");
+    h.step(Input::Event(WatchEvent::Modified(obj("a", 7))));
+    h.step(Input::StoreDone(Ok(())));
+    let out = h.step(Input::WatchFailed(err(ErrorKind::Other)));
+    assert!(matches!(out.report, Some(ReflectorError::Watch(_))));
+    sleep_for(&h, &out);
+    assert_eq!(
+        list_opts(&h.step(Input::Slept)).resource_version.as_str(),
+        "7"
+    );
+}
+
+#[test]
+fn an_expired_list_is_retried_at_once_from_the_empty_version() {
+    let mut h = H::new(config());
+    h.step(Input::Start);
+    let out = h.step(Input::Listed(Err(err(ErrorKind::Expired))));
+    assert!(matches!(out.report, Some(ReflectorError::List(_))));
+    assert_eq!(list_opts(&out).resource_version.as_str(), "");
+}
+
+#[test]
+fn a_too_large_version_list_is_retried_at_once_from_the_empty_version() {
+    let mut h = H::new(config());
+    h.step(Input::Start);
+    let out = h.step(Input::Listed(Err(err(ErrorKind::TooLargeResourceVersion))));
+    assert_eq!(list_opts(&out).resource_version.as_str(), "");
+}
+
+#[test]
+fn a_second_expired_list_backs_off_and_the_next_cycle_lists_from_empty_until_a_list_succeeds() {
+    let mut h = H::new(config());
+    h.watching("5");
+    let out = h.step(Input::WatchFailed(err(ErrorKind::Expired)));
+    sleep_for(&h, &out);
+    assert_eq!(
+        list_opts(&h.step(Input::Slept)).resource_version.as_str(),
+        "5"
+    );
+    let out = h.step(Input::Listed(Err(err(ErrorKind::Expired))));
+    assert_eq!(list_opts(&out).resource_version.as_str(), "");
+    let out = h.step(Input::Listed(Err(err(ErrorKind::Expired))));
+    sleep_for(&h, &out);
+    assert_eq!(
+        list_opts(&h.step(Input::Slept)).resource_version.as_str(),
+        ""
+    );
+    h.step(Input::Listed(Ok(page(vec![], "20", None))));
+    h.step(Input::StoreDone(Ok(())));
+    h.step(Input::WatchOpened(Ok(())));
+    h.step(Input::Event(WatchEvent::Added(obj("n", 21))));
+    h.step(Input::StoreDone(Ok(())));
+    let out = h.step(Input::WatchFailed(err(ErrorKind::Other)));
+    sleep_for(&h, &out);
+    assert_eq!(
+        list_opts(&h.step(Input::Slept)).resource_version.as_str(),
+        "21"
+    );
+}
+
+#[test]
+fn a_clean_close_rewatches_from_the_last_version_without_relisting() {
+    let mut h = H::new(config());
+    h.watching("5");
+    h.step(Input::Event(WatchEvent::Added(obj("b", 6))));
+    h.step(Input::StoreDone(Ok(())));
+    let out = h.step(Input::WatchClosed);
+    assert!(out.report.is_none());
+    assert_eq!(watch_opts(&out).resource_version.as_str(), "6");
+}
+
+#[test]
+fn a_watch_that_closes_at_once_without_events_is_very_short_and_relists_after_backoff() {
+    let mut h = H::new(config());
+    h.watching("5");
+    let out = h.step(Input::WatchClosed);
+    assert!(matches!(
+        out.report,
+        Some(ReflectorError::VeryShortWatch { .. })
+    ));
+    sleep_for(&h, &out);
+    assert_eq!(
+        list_opts(&h.step(Input::Slept)).resource_version.as_str(),
+        "5"
+    );
+}
+
+#[test]
+fn an_empty_watch_that_lasted_a_second_rewatches() {
+    let mut h = H::new(config());
+    h.watching("5");
+    h.now += Duration::from_secs(1);
+    assert_eq!(
+        watch_opts(&h.step(Input::WatchClosed))
+            .resource_version
+            .as_str(),
+        "5"
+    );
+}
+
+#[test]
+fn a_retry_error_opening_the_watch_backs_off_and_rewatches_without_relisting() {
+    let mut h = H::new(config());
+    h.synced("5");
+    let out = h.step(Input::WatchOpened(Err(err(ErrorKind::Retry))));
+    assert!(matches!(out.report, Some(ReflectorError::WatchOpen(_))));
+    let d = sleep_for(&h, &out);
+    assert!(d >= Duration::from_millis(800) && d < Duration::from_millis(1600));
+    assert_eq!(
+        watch_opts(&h.step(Input::Slept)).resource_version.as_str(),
+        "5"
+    );
+}
+
+#[test]
+fn a_retry_error_during_the_watch_backs_off_and_rewatches_without_relisting() {
+    let mut h = H::new(config());
+    h.watching("5");
+    let out = h.step(Input::WatchFailed(err(ErrorKind::Retry)));
+    sleep_for(&h, &out);
+    assert_eq!(
+        watch_opts(&h.step(Input::Slept)).resource_version.as_str(),
+        "5"
+    );
+}
+
+#[test]
+fn other_errors_opening_the_watch_back_off_and_relist() {
+    for kind in [
+        ErrorKind::Other,
+        ErrorKind::Expired,
+        ErrorKind::TooLargeResourceVersion,
+    ] {
+        let mut h = H::new(config());
+        h.synced("5");
+        let out = h.step(Input::WatchOpened(Err(err(kind))));
+        sleep_for(&h, &out);
+        assert_eq!(
+            list_opts(&h.step(Input::Slept)).resource_version.as_str(),
+            "5",
+            "{kind:?}"
+        );
+    }
+}
+
+#[test]
+fn events_go_to_the_store_and_each_records_its_version() {
+    let mut h = H::new(config());
+    h.watching("5");
+    let cases: Vec<(WatchEvent<Obj>, StoreOperation, &str)> = vec![
+        (WatchEvent::Added(obj("b", 6)), StoreOperation::Add, "6"),
+        (
+            WatchEvent::Modified(obj("b", 7)),
+            StoreOperation::Update,
+            "7",
+        ),
+        (
+            WatchEvent::Deleted(obj("b", 8)),
+            StoreOperation::Delete,
+            "8",
+        ),
+    ];
+    for (ev, op, rv) in cases {
+        match h.step(Input::Event(ev)).command {
+            Command::Store(call) => assert_eq!(call.operation(), op),
+            _ => panic!("expected a store call"),
+        }
+        assert!(is_read(&h.step(Input::StoreDone(Ok(())))));
+        assert_eq!(h.rv(), rv);
+    }
+}
+
+#[test]
+fn a_bookmark_goes_to_the_store_and_records_its_version() {
+    let mut h = H::new(config());
+    h.watching("5");
+    let b = crate::Bookmark {
+        resource_version: "40".into(),
+        initial_events_end: false,
+    };
+    match h.step(Input::Event(WatchEvent::Bookmark(b))).command {
+        Command::Store(StoreCall::Bookmark(rv)) => assert_eq!(rv.as_str(), "40"),
+        _ => panic!("expected store.bookmark"),
+    }
+    h.step(Input::StoreDone(Ok(())));
+    assert_eq!(h.rv(), "40");
+}
+
+#[test]
+fn a_store_error_on_an_event_is_reported_and_the_watch_goes_on() {
+    let mut h = H::new(config());
+    h.watching("5");
+    h.step(Input::Event(WatchEvent::Added(obj("b", 6))));
+    let out = h.step(Input::StoreDone(Err(Se)));
+    assert!(matches!(
+        out.report,
+        Some(ReflectorError::Store {
+            operation: StoreOperation::Add,
+            ..
+        })
+    ));
+    assert!(is_read(&out));
+    assert_eq!(h.rv(), "6");
+}
+
+#[test]
+fn a_failed_replace_keeps_the_old_version_backs_off_and_relists() {
+    let mut h = H::new(config());
+    h.step(Input::Start);
+    h.step(Input::Listed(Ok(page(vec![], "9", None))));
+    let out = h.step(Input::StoreDone(Err(Se)));
+    assert!(matches!(
+        out.report,
+        Some(ReflectorError::Store {
+            operation: StoreOperation::Replace,
+            ..
+        })
+    ));
+    sleep_for(&h, &out);
+    assert_eq!(h.rv(), "");
+    assert_eq!(
+        list_opts(&h.step(Input::Slept)).resource_version.as_str(),
+        "0"
+    );
+}
+
+#[test]
+fn pages_are_followed_by_continue_token_and_replaced_once_at_the_first_page_version() {
+    let mut h = H::new(Config {
+        page_size: Some(2),
+        ..config()
+    });
+    let first = list_opts(&h.step(Input::Start));
+    assert_eq!(first.limit, Some(2));
+    let out = h.step(Input::Listed(Ok(page(
+        vec![obj("a", 1), obj("b", 2)],
+        "30",
+        Some("t1"),
+    ))));
+    let next = list_opts(&out);
+    assert_eq!(next.continue_token.as_deref(), Some("t1"));
+    assert_eq!(next.limit, Some(2));
+    assert!(
+        next.resource_version.is_empty(),
+        "a continue request carries no version"
+    );
+    let out = h.step(Input::Listed(Ok(page(vec![obj("c", 3)], "30", None))));
+    match out.command {
+        Command::Store(StoreCall::Replace(items, rv)) => {
+            let names: Vec<&str> = items.iter().map(|o| o.name.as_str()).collect();
+            assert_eq!(names, ["a", "b", "c"]);
+            assert_eq!(rv.as_str(), "30");
+        }
+        _ => panic!("expected one replace"),
+    }
+}
+
+#[test]
+fn an_expired_continue_token_falls_back_to_one_full_unpaged_list() {
+    let mut h = H::new(Config {
+        page_size: Some(2),
+        ..config()
+    });
+    h.step(Input::Start);
+    h.step(Input::Listed(Ok(page(
+        vec![obj("a", 1), obj("b", 2)],
+        "30",
+        Some("t1"),
+    ))));
+    let full = list_opts(&h.step(Input::Listed(Err(err(ErrorKind::Expired)))));
+    assert_eq!(
+        full,
+        ListOptions::default(),
+        "no limit, no continue, most recent version"
+    );
+    let out = h.step(Input::Listed(Ok(page(
+        vec![obj("a", 1), obj("c", 9)],
+        "44",
+        None,
+    ))));
+    match out.command {
+        Command::Store(StoreCall::Replace(items, rv)) => {
+            assert_eq!(items.len(), 2, "the first page is not kept");
+            assert_eq!(rv.as_str(), "44");
+        }
+        _ => panic!("expected a replace"),
+    }
+}
+
+#[test]
+fn a_zero_page_size_lists_without_a_limit() {
+    let mut h = H::new(Config {
+        page_size: None,
+        ..config()
+    });
+    assert_eq!(list_opts(&h.step(Input::Start)).limit, None);
+}
+
+#[test]
+fn resync_ticks_call_store_resync_when_should_resync_allows() {
+    let period = Duration::from_secs(30);
+    let mut h = H::new(Config {
+        resync_period: Some(period),
+        ..config()
+    });
+    h.synced("5");
+    let out = h.step(Input::WatchOpened(Ok(())));
+    let first = match out.command {
+        Command::ReadWatch { resync_at } => resync_at,
+        _ => panic!("expected to read the watch"),
+    };
+    assert_eq!(first, Some(h.now + period));
+    h.now += period;
+    assert!(matches!(
+        h.step(Input::ResyncDue { allowed: true }).command,
+        Command::Store(StoreCall::Resync)
+    ));
+    match h.step(Input::StoreDone(Ok(()))).command {
+        Command::ReadWatch { resync_at } => assert_eq!(resync_at, Some(h.now + period)),
+        _ => panic!("expected to read the watch"),
+    }
+    h.now += period;
+    match h.step(Input::ResyncDue { allowed: false }).command {
+        Command::ReadWatch { resync_at } => assert_eq!(resync_at, Some(h.now + period)),
+        _ => panic!("a refused resync calls no store"),
+    }
+}
+
+#[test]
+fn a_failed_resync_ends_the_watch_and_relists() {
+    let mut h = H::new(Config {
+        resync_period: Some(Duration::from_secs(1)),
+        ..config()
+    });
+    h.watching("5");
+    h.step(Input::ResyncDue { allowed: true });
+    let out = h.step(Input::StoreDone(Err(Se)));
+    assert!(matches!(
+        out.report,
+        Some(ReflectorError::Store {
+            operation: StoreOperation::Resync,
+            ..
+        })
+    ));
+    sleep_for(&h, &out);
+    assert_eq!(
+        list_opts(&h.step(Input::Slept)).resource_version.as_str(),
+        "5"
+    );
+}
+
+#[test]
+fn no_resync_deadline_without_a_period() {
+    let mut h = H::new(config());
+    h.synced("5");
+    match h.step(Input::WatchOpened(Ok(()))).command {
+        Command::ReadWatch { resync_at } => assert_eq!(resync_at, None),
+        _ => panic!("expected to read the watch"),
+    }
+}
+
+#[test]
+fn consecutive_failures_back_off_800ms_doubling_to_the_30s_cap_with_jitter() {
+    let mut h = H::new(config());
+    h.step(Input::Start);
+    let mut bases = vec![800u64, 1600, 3200, 6400, 12800, 25600];
+    bases.extend([30_000; 4]);
+    for base in bases {
+        let out = h.step(Input::Listed(Err(err(ErrorKind::Other))));
+        let d = sleep_for(&h, &out);
+        let lo = Duration::from_millis(base);
+        assert!(d >= lo && d < 2 * lo, "{d:?} not in [{lo:?}, 2x)");
+        h.now += d;
+        list_opts(&h.step(Input::Slept));
+    }
+}
+
+#[test]
+fn two_healthy_minutes_reset_the_backoff_to_800ms() {
+    let mut h = H::new(config());
+    h.step(Input::Start);
+    for _ in 0..4 {
+        let out = h.step(Input::Listed(Err(err(ErrorKind::Other))));
+        h.now += sleep_for(&h, &out);
+        h.step(Input::Slept);
+    }
+    h.step(Input::Listed(Ok(page(vec![], "5", None))));
+    h.step(Input::StoreDone(Ok(())));
+    h.step(Input::WatchOpened(Ok(())));
+    h.now += Duration::from_secs(120);
+    let out = h.step(Input::WatchFailed(err(ErrorKind::Other)));
+    let d = sleep_for(&h, &out);
+    assert!(d < Duration::from_millis(1600), "{d:?}");
+}
+
+#[test]
+fn a_streaming_list_collects_added_events_and_replaces_the_store_once() {
+    let mut h = H::new(Config {
+        streaming: true,
+        ..config()
+    });
+    let w = watch_opts(&h.step(Input::Start));
+    assert!(w.send_initial_events && w.allow_bookmarks);
+    assert_eq!(
+        w.resource_version.as_str(),
+        "",
+        "a fresh reflector streams a consistent snapshot"
+    );
+    assert!(is_read(&h.step(Input::WatchOpened(Ok(())))));
+    for (n, rv) in [("a", 3), ("b", 4)] {
+        assert!(is_read(
+            &h.step(Input::Event(WatchEvent::Added(obj(n, rv))))
+        ));
+    }
+    let progress = crate::Bookmark {
+        resource_version: "4".into(),
+        initial_events_end: false,
+    };
+    assert!(is_read(
+        &h.step(Input::Event(WatchEvent::Bookmark(progress)))
+    ));
+    assert_eq!(h.rv(), "", "nothing is recorded before the end bookmark");
+    let end = crate::Bookmark {
+        resource_version: "9".into(),
+        initial_events_end: true,
+    };
+    match h.step(Input::Event(WatchEvent::Bookmark(end))).command {
+        Command::Store(StoreCall::Replace(items, rv)) => {
+            assert_eq!(items.len(), 2);
+            assert_eq!(rv.as_str(), "9");
+        }
+        _ => panic!("expected one replace"),
+    }
+    assert!(
+        is_read(&h.step(Input::StoreDone(Ok(())))),
+        "the same stream goes on as the watch"
+    );
+    assert_eq!(h.rv(), "9");
+    assert!(matches!(
+        h.step(Input::Event(WatchEvent::Modified(obj("a", 10))))
+            .command,
+        Command::Store(StoreCall::Update(_))
+    ));
+    h.step(Input::StoreDone(Ok(())));
+    let w = watch_opts(&h.step(Input::WatchClosed));
+    assert!(
+        !w.send_initial_events,
+        "after the initial list, a close re-watches plainly"
+    );
+    assert_eq!(w.resource_version.as_str(), "10");
+}
+
+#[test]
+fn a_modified_event_before_the_end_bookmark_is_bad_input_and_falls_back_to_a_list() {
+    let mut h = H::new(Config {
+        streaming: true,
+        ..config()
+    });
+    h.step(Input::Start);
+    h.step(Input::WatchOpened(Ok(())));
+    let out = h.step(Input::Event(WatchEvent::Modified(obj("a", 3))));
+    assert!(matches!(
+        out.report,
+        Some(ReflectorError::BadInput(
+            BadInput::UnexpectedEventDuringInitialEvents { event: "Modified" }
+        ))
+    ));
+    assert_eq!(list_opts(&out).resource_version.as_str(), "0");
+}
+
+#[test]
+fn streaming_errors_retry_reset_or_fall_back_by_class() {
+    let mut h = H::new(Config {
+        streaming: true,
+        ..config()
+    });
+    h.step(Input::Start);
+    let out = h.step(Input::WatchOpened(Err(err(ErrorKind::Retry))));
+    sleep_for(&h, &out);
+    assert!(watch_opts(&h.step(Input::Slept)).send_initial_events);
+    let out = h.step(Input::WatchOpened(Err(err(ErrorKind::Other))));
+    assert!(matches!(out.report, Some(ReflectorError::WatchOpen(_))));
+    list_opts(&out);
+
+    // With a last synced version: Expired streams again from "" at once.
+    let mut h = H::new(Config {
+        streaming: true,
+        ..config()
+    });
+    let _ = watch_opts(&h.step(Input::Start));
+    h.step(Input::WatchOpened(Ok(())));
+    let end = crate::Bookmark {
+        resource_version: "9".into(),
+        initial_events_end: true,
+    };
+    h.step(Input::Event(WatchEvent::Bookmark(end)));
+    h.step(Input::StoreDone(Ok(())));
+    let out = h.step(Input::WatchFailed(err(ErrorKind::Other)));
+    h.now += sleep_for(&h, &out);
+    let w = watch_opts(&h.step(Input::Slept));
+    assert!(w.send_initial_events);
+    assert_eq!(w.resource_version.as_str(), "9");
+    let w = watch_opts(&h.step(Input::WatchOpened(Err(err(ErrorKind::Expired)))));
+    assert!(w.send_initial_events);
+    assert_eq!(w.resource_version.as_str(), "");
+    let out = h.step(Input::WatchOpened(Err(err(ErrorKind::Expired))));
+    assert_eq!(
+        list_opts(&out).resource_version.as_str(),
+        "",
+        "expired again: list from \"\""
+    );
+}
+
+#[test]
+fn a_stream_that_closes_before_its_end_bookmark_falls_back_to_a_list() {
+    let mut h = H::new(Config {
+        streaming: true,
+        ..config()
+    });
+    h.step(Input::Start);
+    h.step(Input::WatchOpened(Ok(())));
+    h.step(Input::Event(WatchEvent::Added(obj("a", 3))));
+    let out = h.step(Input::WatchClosed);
+    assert!(matches!(
+        out.report,
+        Some(ReflectorError::InitialEventsIncomplete)
+    ));
+    list_opts(&out);
+}
+
+#[test]
+fn a_list_page_without_a_version_is_bad_input_and_relists_after_backoff() {
+    let mut h = H::new(config());
+    h.step(Input::Start);
+    let out = h.step(Input::Listed(Ok(page(vec![obj("a", 1)], "", None))));
+    assert!(matches!(
+        out.report,
+        Some(ReflectorError::BadInput(
+            BadInput::ListWithoutResourceVersion
+        ))
+    ));
+    sleep_for(&h, &out);
+    list_opts(&h.step(Input::Slept));
+}
+
+#[test]
+fn objects_without_a_readable_key_are_bad_input_in_lists_and_watches() {
+    let mut h = H::new(config());
+    h.step(Input::Start);
+    let out = h.step(Input::Listed(Ok(page(vec![obj("", 1)], "3", None))));
+    assert!(matches!(
+        out.report,
+        Some(ReflectorError::BadInput(BadInput::ObjectKey(_)))
+    ));
+    let mut h = H::new(config());
+    h.watching("5");
+    let out = h.step(Input::Event(WatchEvent::Deleted(obj("", 6))));
+    assert!(matches!(
+        out.report,
+        Some(ReflectorError::BadInput(BadInput::ObjectKey(_)))
+    ));
+    sleep_for(&h, &out);
+    assert_eq!(h.rv(), "5");
+}
+
+#[test]
+fn events_and_bookmarks_without_a_version_are_bad_input() {
+    let mut h = H::new(config());
+    h.watching("5");
+    let out = h.step(Input::Event(WatchEvent::Added(Arc::new(Obj {
+        name: "a".into(),
+        rv: String::new(),
+    }))));
+    assert!(matches!(
+        out.report,
+        Some(ReflectorError::BadInput(
+            BadInput::EventWithoutResourceVersion
+        ))
+    ));
+    let mut h = H::new(config());
+    h.watching("5");
+    let b = crate::Bookmark {
+        resource_version: ResourceVersion::default(),
+        initial_events_end: false,
+    };
+    let out = h.step(Input::Event(WatchEvent::Bookmark(b)));
+    assert!(matches!(
+        out.report,
+        Some(ReflectorError::BadInput(
+            BadInput::BookmarkWithoutResourceVersion
+        ))
+    ));
+}
+
+#[test]
+fn an_input_out_of_turn_recovers_by_relisting_after_backoff() {
+    let mut h = H::new(config());
+    h.step(Input::Start);
+    let out = h.step(Input::WatchClosed);
+    assert!(out.report.is_none());
+    sleep_for(&h, &out);
+    list_opts(&h.step(Input::Slept));
+}
