@@ -20,7 +20,8 @@ line {\"workload\",\"impl\",\"run\",...metrics...,\"peak_rss_mib\"}, then one su
 \"ratio_vs_kcache\" = impl / kcache for the headline metric (above 1: kcache is faster or smaller).
 Runs are interleaved (run 1 of every impl, then run 2, ...) so drifting machine load hits all impls
 alike. \"cpu_ms\" is the child's whole CPU time (input building included, 10 ms resolution): far
-below wall time x threads means the machine was busy with other work. Exits 1 if any run failed its check (wrong count or final state), crashed or timed out.
+below wall time x threads means the machine was busy with other work. Exits 1 if any run failed
+its check (wrong count or final state), crashed or timed out; 2 on a usage error.
 
   <workload>      a name below, `all`, or a prefix such as `q4limiter` (all its variants)
   --impl NAME     only this implementation (ratios need kcache in the same invocation)
@@ -55,8 +56,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(msg) => {
-            eprintln!("workloads: {msg}\n");
-            print_usage();
+            eprintln!("workloads: {msg} (see --help)");
             ExitCode::from(2)
         }
     }
@@ -124,6 +124,10 @@ fn child(args: &[String]) -> ExitCode {
         eprintln!("workloads: no workload named {workload}");
         return ExitCode::from(2);
     };
+    if !w.impls.contains(&imp.as_str()) {
+        eprintln!("workloads: workload {workload} has no implementation {imp}");
+        return ExitCode::from(2);
+    }
     let Ok(run) = run.parse::<u64>() else {
         eprintln!("workloads: bad run number {run}");
         return ExitCode::from(2);
