@@ -22,12 +22,14 @@ fn names_values(page: &ListPage<Item>) -> Vec<(String, u32)> {
         .collect()
 }
 
+type Items = Vec<(String, u32)>;
+
 /// Fetches every page of one list, running `between` before each follow-up page.
 fn all_pages(
     s: &Source,
     first: ListOptions,
     mut between: impl FnMut(usize),
-) -> Result<(Vec<(String, u32)>, Vec<String>), MemoryError> {
+) -> Result<(Items, Vec<String>), MemoryError> {
     let mut opts = first;
     let (mut items, mut versions) = (Vec::new(), Vec::new());
     for page_no in 0.. {
