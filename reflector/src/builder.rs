@@ -59,6 +59,25 @@ impl<T, L: ListWatcher<T>, S: ReflectorStore<T>> ReflectorBuilder<T, L, S, Objec
     }
 }
 
+impl<T, L: ListWatcher<T>, S: ReflectorStore<T>, M: Meta<T>> ReflectorBuilder<T, L, S, M> {
+    /// A builder with the default options that reads keys through the accessor `M` (for object
+    /// types that do not implement [`kcache_core::Object`], where [`ReflectorBuilder::meta`] is
+    /// out of reach because the default accessor does not apply).
+    pub fn with_meta(lw: L, store: S) -> Self {
+        let b = ReflectorBuilder::<T, L, S, ObjectAccessor>::new(lw, store);
+        ReflectorBuilder {
+            lw: b.lw,
+            store: b.store,
+            name: b.name,
+            clock: b.clock,
+            config: b.config,
+            should_resync: b.should_resync,
+            hook: b.hook,
+            _types: PhantomData,
+        }
+    }
+}
+
 impl<T, L, S, M> ReflectorBuilder<T, L, S, M>
 where
     T: Send + Sync + 'static,

@@ -4,7 +4,7 @@ use crate::handle::{ReflectorHandle, Shared, Stopped};
 use crate::machine::{Command, Config, Input, Machine, StoreCall};
 use crate::{ListWatcher, ReflectorBuilder, ReflectorError, WatchStream};
 use futures::future::Either;
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use kcache_core::{Clock, Meta, ObjectAccessor, ReflectorStore, ResourceVersion, Sleep};
 use std::fmt;
 use std::future::Future;
@@ -97,6 +97,9 @@ where
         let mut out = machine.step(Input::Start, self.clock.now());
         loop {
             self.shared.publish(machine.last_sync_resource_version());
+            if stop.as_mut().now_or_never().is_some() {
+                return;
+            }
             if let (Some(err), Some(hook)) = (out.report.as_ref(), self.hook.as_ref()) {
                 hook(err);
             }

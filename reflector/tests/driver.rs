@@ -1,0 +1,181 @@
+//! The async driver end to end over a scripted backend: stop, hook, last synced version, resync
+//! and backoff on a `FakeClock` (no real sleeps).
+
+mod common;
+
+use common::{eventually, pod, settle, MapStore, Scripted};
+use kcache_core::{Clock, FakeClock};
+use kcache_reflector::{Bookmark, ErrorKind, Reflector, ReflectorError, WatchEvent};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+fn setup() -> (Arc<Scripted>, MapStore, FakeClock) {
+    (
+        Arc::new(Scripted::default()),
+        MapStore::default(),
+        FakeClock::new(),
+    )
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn stop_before_run_returns_without_listing() {
+    let (lw, store, clock) = setup();
+    let r = Reflector::builder(lw.clone(), store)
+        .clock(Arc::new(clock))
+        .build();
+    r.handle().stop();
+    r.run().await;
+    assert!(lw.list_rvs().is_empty());
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn stop_while_watching_returns_promptly_and_keeps_the_store() {
+    let (lw, store, clock) = setup();
+    lw.list_ok(vec![pod("a", "1")], "5", None);
+    let tx = lw.watch_channel();
+    let r = Reflector::builder(lw.clone(), store.clone())
+        .clock(Arc::new(clock))
+        .build();
+    let handle = r.handle();
+    let task = tokio::spawn(r.run());
+    tx.unbounded_send(Ok(WatchEvent::Added(pod("b", "6"))))
+        .unwrap();
+    eventually("b applied", || {
+        handle.last_sync_resource_version().as_str() == "6"
+    })
+    .await;
+    handle.stop();
+    task.await.unwrap();
+    assert!(tx.is_closed(), "the watch stream was dropped");
+    assert_eq!(store.snapshot().len(), 2);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn run_until_returns_when_the_shutdown_future_completes() {
+    let (lw, store, clock) = setup();
+    lw.list_ok(vec![], "5", None);
+    let r = Reflector::builder(lw.clone(), store)
+        .clock(Arc::new(clock))
+        .build();
+    let (tx, rx) = futures::channel::oneshot::channel::<()>();
+    let task = tokio::spawn(r.run_until(async move {
+        let _ = rx.await;
+    }));
+    eventually("watching", || lw.watch_rvs().len() == 1).await;
+    tx.send(()).unwrap();
+    task.await.unwrap();
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn errors_reach_the_hook_and_backoff_waits_on_the_clock() {
+    let (lw, store, clock) = setup();
+    lw.list_err(ErrorKind::Other);
+    lw.list_ok(vec![pod("a", "1")], "5", None);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let r = Reflector::builder(lw.clone(), store.clone())
+        .clock(Arc::new(clock.clone()))
+        .seed(3)
+        .on_watch_error(move |e| s.lock().unwrap().push(matches!(e, ReflectorError::List(_))))
+        .build();
+    let handle = r.handle();
+    let task = tokio::spawn(r.run());
+    eventually("first list", || lw.list_rvs().len() == 1).await;
+    assert_eq!(*seen.lock().unwrap(), [true]);
+    clock.advance(Duration::from_millis(799));
+    settle().await;
+    assert_eq!(lw.list_rvs().len(), 1, "no relist before 800 ms");
+    clock.advance(Duration::from_millis(801));
+    eventually("relist after backoff", || lw.list_rvs().len() == 2).await;
+    eventually("synced", || {
+        handle.last_sync_resource_version().as_str() == "5"
+    })
+    .await;
+    assert_eq!(lw.list_rvs(), ["0", "0"]);
+    handle.stop();
+    task.await.unwrap();
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_resync_timer_calls_store_resync_only_when_should_resync_says_so() {
+    let (lw, store, clock) = setup();
+    lw.list_ok(vec![], "5", None);
+    let allow = Arc::new(Mutex::new(false));
+    let a = allow.clone();
+    let r = Reflector::builder(lw.clone(), store.clone())
+        .clock(Arc::new(clock.clone()))
+        .resync_period(Duration::from_secs(10))
+        .should_resync(move || *a.lock().unwrap())
+        .build();
+    let handle = r.handle();
+    let task = tokio::spawn(r.run());
+    eventually("watching", || lw.watch_rvs().len() == 1).await;
+    clock.advance(Duration::from_secs(10));
+    settle().await;
+    assert!(!store.calls().iter().any(|c| c == "resync"));
+    *allow.lock().unwrap() = true;
+    clock.advance(Duration::from_secs(10));
+    eventually("resync", || store.calls().iter().any(|c| c == "resync")).await;
+    assert_eq!(lw.watch_rvs().len(), 1, "a resync does not touch the watch");
+    handle.stop();
+    task.await.unwrap();
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_streaming_initial_list_replaces_the_store_once_and_keeps_watching() {
+    let (lw, store, clock) = setup();
+    let tx = lw.watch_channel();
+    let r = Reflector::builder(lw.clone(), store.clone())
+        .clock(Arc::new(clock))
+        .streaming_initial_list(true)
+        .build();
+    let handle = r.handle();
+    let task = tokio::spawn(r.run());
+    for (n, rv) in [("a", "1"), ("b", "2")] {
+        tx.unbounded_send(Ok(WatchEvent::Added(pod(n, rv))))
+            .unwrap();
+    }
+    let end = Bookmark {
+        resource_version: "3".into(),
+        initial_events_end: true,
+    };
+    tx.unbounded_send(Ok(WatchEvent::Bookmark(end))).unwrap();
+    tx.unbounded_send(Ok(WatchEvent::Deleted(pod("a", "4"))))
+        .unwrap();
+    eventually("delete applied", || {
+        handle.last_sync_resource_version().as_str() == "4"
+    })
+    .await;
+    assert_eq!(store.calls(), ["replace 2 @3", "delete a"]);
+    assert!(lw.list_rvs().is_empty(), "no list call");
+    handle.stop();
+    task.await.unwrap();
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_store_that_refuses_replace_is_retried_after_backoff() {
+    let (lw, store, clock) = setup();
+    store.fail_next.lock().unwrap().push_back("replace");
+    lw.list_ok(vec![pod("a", "1")], "5", None);
+    lw.list_ok(vec![pod("a", "1")], "6", None);
+    let r = Reflector::builder(lw.clone(), store.clone())
+        .clock(Arc::new(clock.clone()))
+        .build();
+    let handle = r.handle();
+    let task = tokio::spawn(r.run());
+    eventually("first list", || lw.list_rvs().len() == 1).await;
+    assert_eq!(handle.last_sync_resource_version().as_str(), "");
+    clock.advance(Duration::from_secs(2));
+    eventually("synced", || {
+        handle.last_sync_resource_version().as_str() == "6"
+    })
+    .await;
+    assert_eq!(
+        lw.list_rvs(),
+        ["0", "0"],
+        "the failed list never counted as synced"
+    );
+    handle.stop();
+    task.await.unwrap();
+    let _ = clock.now();
+}
