@@ -220,3 +220,88 @@ pub(crate) fn parse_rv(rv: &ResourceVersion) -> Result<Option<u64>, MemoryError>
         .map(Some)
         .map_err(|_| MemoryError::InvalidResourceVersion(rv.clone()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(name: &str) -> ObjectKey {
+        ObjectKey::new(name).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn write(h: &mut History<u32>, name: &str, value: Option<u32>) {
+        let rv = h.next_rv().unwrap_or_else(|e| panic!("{e}"));
+        let prev = h.get(name).map(|e| e.obj.clone());
+        let (kind, obj) = match (value, &prev) {
+            (Some(v), None) => (ChangeKind::Added, Arc::new(v)),
+            (Some(v), Some(_)) => (ChangeKind::Modified, Arc::new(v)),
+            (None, Some(p)) => (ChangeKind::Deleted, p.clone()),
+            (None, None) => panic!("delete of a missing key"),
+        };
+        h.record(Change {
+            rv,
+            kind,
+            key: key(name),
+            obj,
+            prev,
+        });
+    }
+
+    fn values(page: (Vec<Arc<u32>>, Option<ObjectKey>)) -> (Vec<u32>, Option<String>) {
+        (
+            page.0.iter().map(|v| **v).collect(),
+            page.1.map(|k| k.as_str().to_owned()),
+        )
+    }
+
+    #[test]
+    fn a_window_of_zero_serves_only_the_current_version() {
+        let mut h = History::new(1, 0);
+        write(&mut h, "a", Some(1));
+        write(&mut h, "a", Some(2));
+        assert_eq!((h.rv(), h.oldest()), (3, 3));
+        assert!(matches!(
+            h.page_at(2, None, None),
+            Err(MemoryError::Expired { .. })
+        ));
+        assert_eq!(
+            values(h.page_at(3, None, None).unwrap_or_default()),
+            (vec![2], None)
+        );
+        assert_eq!(h.changes_after(3).map(Iterator::count).ok(), Some(0));
+    }
+
+    #[test]
+    fn pages_merge_current_objects_with_replaced_states_in_key_order() {
+        let mut h = History::new(1, 10);
+        for (name, v) in [("a", 1), ("c", 3), ("e", 5)] {
+            write(&mut h, name, Some(v)); // rv 2, 3, 4
+        }
+        write(&mut h, "c", None); // 5
+        write(&mut h, "b", Some(2)); // 6
+        write(&mut h, "e", Some(50)); // 7
+        write(&mut h, "e", Some(500)); // 8
+        assert_eq!(
+            values(h.page_at(4, None, Some(2)).unwrap_or_default()),
+            (vec![1, 3], Some("c".into()))
+        );
+        let after_c = h.page_at(4, Some(&key("c")), Some(2)).unwrap_or_default();
+        assert_eq!(values(after_c), (vec![5], None));
+        assert_eq!(
+            values(h.page_at(8, None, None).unwrap_or_default()),
+            (vec![1, 2, 500], None)
+        );
+        assert_eq!(
+            values(h.page_at(7, Some(&key("a")), Some(5)).unwrap_or_default()),
+            (vec![2, 50], None)
+        );
+    }
+
+    #[test]
+    fn resource_versions_parse_as_decimal_counters() {
+        assert_eq!(parse_rv(&ResourceVersion::default()), Ok(None));
+        assert_eq!(parse_rv(&ResourceVersion::from("17")), Ok(Some(17)));
+        assert!(parse_rv(&ResourceVersion::from("-1")).is_err());
+        assert!(parse_rv(&ResourceVersion::from("1.5")).is_err());
+    }
+}

@@ -4,7 +4,8 @@
 //! bounded history of changes, so it can be listed (with pages) and watched (from any recent
 //! version) through [`kcache_reflector::ListWatcher`] exactly like an API server. Embed it where
 //! the source of truth lives in your process: tests of controllers, simulations, single-process
-//! applications; it is also the default source of the kcache demo.
+//! applications. It is also meant as kcache's embedded default source and the test double of
+//! its own tests.
 //!
 //! # Resource versions
 //! A `u64` counter rendered as decimal text: a new source is at `"1"`, each write takes the next
