@@ -31,7 +31,7 @@ pub struct ListOptions {
 }
 
 /// One page of a list.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct ListPage<T> {
     /// The objects of this page.
     pub items: Vec<Arc<T>>,
@@ -67,7 +67,7 @@ pub struct Bookmark {
 }
 
 /// One event of a watch stream.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub enum WatchEvent<T> {
     /// An object was created (or is part of a streaming list's initial events).
     Added(Arc<T>),
@@ -77,6 +77,28 @@ pub enum WatchEvent<T> {
     Deleted(Arc<T>),
     /// The source reached a version.
     Bookmark(Bookmark),
+}
+
+// Clone by hand: objects are shared `Arc`s, so cloning needs no `T: Clone`.
+impl<T> Clone for ListPage<T> {
+    fn clone(&self) -> Self {
+        Self {
+            items: self.items.clone(),
+            resource_version: self.resource_version.clone(),
+            continue_token: self.continue_token.clone(),
+        }
+    }
+}
+
+impl<T> Clone for WatchEvent<T> {
+    fn clone(&self) -> Self {
+        match self {
+            Self::Added(o) => Self::Added(o.clone()),
+            Self::Modified(o) => Self::Modified(o.clone()),
+            Self::Deleted(o) => Self::Deleted(o.clone()),
+            Self::Bookmark(b) => Self::Bookmark(b.clone()),
+        }
+    }
 }
 
 /// How the reflector must react to a backend error.
