@@ -1,0 +1,70 @@
+//! Applying one key's deltas: client-go's `processDeltas` plus the informer's dispatch.
+//!
+//! For each delta, oldest first: `Added`, `Updated`, `Replaced` and `Sync` write the object into
+//! the cache, as an update if the key is already cached (the handlers get `on_update(old, new)`)
+//! and as an add otherwise (`on_add(obj, is_in_initial_list)`): the delta type does not decide,
+//! the cache does. `Deleted` removes the key and tells the handlers, with the tombstone when the
+//! deletion was inferred. The cache is always written before the handlers are told, all under the
+//! dispatch lock. An update whose resource version did not change only reaches the handlers
+//! whose resync is due.
+
+use crate::event::{DeletedObject, Event, Notification};
+use crate::shared::Shared;
+use kcache_core::Meta;
+use kcache_deltafifo::{DeltaObject, DeltaType, Deltas};
+use kcache_indexer::StoreError;
+
+impl<T: Send + Sync + 'static, M: Meta<T>> Shared<T, M> {
+    /// Applies `deltas` to the cache and distributes them (see the module documentation).
+    ///
+    /// # Errors
+    /// The cache's error (a key or index function failure); the remaining deltas of the key
+    /// are not applied, as in client-go.
+    pub(crate) fn apply(
+        &self,
+        deltas: Deltas<T>,
+        is_in_initial_list: bool,
+    ) -> Result<(), StoreError> {
+        let dispatch = self.processor.lock();
+        for delta in deltas {
+            match (delta.delta_type, delta.object) {
+                (DeltaType::Deleted, DeltaObject::Object(obj)) => {
+                    let key = M::key(&obj)?;
+                    self.indexer.delete(&obj)?;
+                    let event = Event::Deleted(DeletedObject::observed(key.clone(), obj));
+                    dispatch.distribute(&Notification::new(key, event), false);
+                }
+                (DeltaType::Deleted, DeltaObject::Tombstone(t)) => {
+                    self.indexer.thread_safe_store().delete(&t.key);
+                    let event =
+                        Event::Deleted(DeletedObject::final_state_unknown(t.key.clone(), t.obj));
+                    dispatch.distribute(&Notification::new(t.key, event), false);
+                }
+                (_, DeltaObject::Object(obj)) => {
+                    let key = M::key(&obj)?;
+                    match self.indexer.get_by_key(&key) {
+                        Some(old) => {
+                            self.indexer.update(obj.clone())?;
+                            let is_sync = M::resource_version(&old) == M::resource_version(&obj);
+                            let event = Event::Updated { old, new: obj };
+                            dispatch.distribute(&Notification::new(key, event), is_sync);
+                        }
+                        None => {
+                            self.indexer.add(obj.clone())?;
+                            let event = Event::Added {
+                                obj,
+                                is_in_initial_list,
+                            };
+                            dispatch.distribute(&Notification::new(key, event), false);
+                        }
+                    }
+                }
+                (delta_type, DeltaObject::Tombstone(t)) => {
+                    // The FIFO only puts tombstones in Deleted deltas.
+                    tracing::warn!(informer = %self.name, key = %t.key, %delta_type, "tombstone in a non-delete delta ignored");
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,120 @@
+//! `FilteringHandler`: passes on only the objects a predicate accepts.
+
+use crate::event::DeletedObject;
+use crate::handler::ResourceEventHandler;
+use kcache_core::{Meta, ObjectAccessor};
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+/// Wraps a handler so it only sees objects for which `filter` is true, with client-go's
+/// conversion rules (`FilteringResourceEventHandler`):
+///
+/// - add: passed on if the object passes;
+/// - update: both pass → update; only the new one → add (`is_in_initial_list = false`); only the
+///   old one → delete of the old object; neither → nothing;
+/// - delete: passed on if the last known state passes. A tombstone without a last known state
+///   is passed on (the wrapped handler may have seen the object; client-go hands the tombstone to
+///   the filter, which must cope).
+///
+/// The filter should depend only on the object, so that adds and deletes pair up. `M` computes
+/// the key of the deletion an update turns into (default: the [`Object`](kcache_core::Object)
+/// trait; use [`with_accessor`](Self::with_accessor) for another [`Meta`] accessor).
+///
+/// # Examples
+/// ```
+/// use kcache_informer::{FilteringHandler, HandlerFuncs, ResourceEventHandler};
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use std::sync::Arc;
+///
+/// let deletes = Arc::new(AtomicUsize::new(0));
+/// let d = deletes.clone();
+/// let inner = HandlerFuncs::<u32>::new().on_delete(move |_| { d.fetch_add(1, Ordering::SeqCst); });
+/// let even_only = FilteringHandler::new(|n: &u32| n % 2 == 0, inner);
+/// // 2 -> 3 leaves the filtered set: the inner handler sees a delete.
+/// even_only.on_update(&Arc::new(2), &Arc::new(3));
+/// assert_eq!(deletes.load(Ordering::SeqCst), 1);
+/// ```
+#[doc(alias = "FilteringResourceEventHandler")]
+pub struct FilteringHandler<T, F, H, M = ObjectAccessor> {
+    filter: F,
+    handler: H,
+    _t: PhantomData<fn(&T) -> M>,
+}
+
+impl<T, F, H> FilteringHandler<T, F, H, ObjectAccessor>
+where
+    F: Fn(&T) -> bool + Send + Sync + 'static,
+    H: ResourceEventHandler<T>,
+{
+    /// Wraps `handler` behind `filter`, with keys from the [`Object`](kcache_core::Object) trait.
+    pub fn new(filter: F, handler: H) -> Self {
+        Self::with_accessor(filter, handler)
+    }
+}
+
+impl<T, F, H, M> FilteringHandler<T, F, H, M>
+where
+    F: Fn(&T) -> bool + Send + Sync + 'static,
+    H: ResourceEventHandler<T>,
+{
+    /// Wraps `handler` behind `filter`, with keys from the accessor `M`.
+    pub fn with_accessor(filter: F, handler: H) -> Self {
+        Self {
+            filter,
+            handler,
+            _t: PhantomData,
+        }
+    }
+
+    /// The wrapped handler.
+    pub fn inner(&self) -> &H {
+        &self.handler
+    }
+}
+
+impl<T, F, H: fmt::Debug, M> fmt::Debug for FilteringHandler<T, F, H, M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FilteringHandler")
+            .field("handler", &self.handler)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T, F, H, M> ResourceEventHandler<T> for FilteringHandler<T, F, H, M>
+where
+    T: 'static,
+    F: Fn(&T) -> bool + Send + Sync + 'static,
+    H: ResourceEventHandler<T>,
+    M: Meta<T>,
+{
+    fn on_add(&self, obj: &Arc<T>, is_in_initial_list: bool) {
+        if (self.filter)(obj) {
+            self.handler.on_add(obj, is_in_initial_list);
+        }
+    }
+
+    fn on_update(&self, old: &Arc<T>, new: &Arc<T>) {
+        match ((self.filter)(old), (self.filter)(new)) {
+            (true, true) => self.handler.on_update(old, new),
+            (false, true) => self.handler.on_add(new, false),
+            (true, false) => match M::key(old) {
+                Ok(key) => self
+                    .handler
+                    .on_delete(&DeletedObject::observed(key, old.clone())),
+                Err(error) => tracing::warn!(
+                    %error,
+                    "filtering handler: the object that left the filter has no key; its deletion is not passed on"
+                ),
+            },
+            (false, false) => {}
+        }
+    }
+
+    fn on_delete(&self, obj: &DeletedObject<T>) {
+        let pass = obj.object().is_none_or(|o| (self.filter)(o));
+        if pass {
+            self.handler.on_delete(obj);
+        }
+    }
+}

@@ -1,0 +1,166 @@
+//! `Processor`: the fan-out from the pop loop into every handler's buffer.
+//!
+//! Its lock is client-go's `blockDeltas`: the pop loop holds it while it applies one key's
+//! deltas to the cache and distributes them, and handler registration holds it while it replays
+//! the cache to a new handler. So a new handler sees every object exactly once: either in the
+//! replay or as a later notification.
+
+use crate::event::Notification;
+use crate::listener::Listener;
+use crate::resync::{clamp_request, effective_period};
+use crate::sync::{Mutex, MutexGuard};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+struct Entry<T> {
+    listener: Arc<Listener<T>>,
+    /// The period asked for (after the 1 s minimum and the started-informer rule).
+    requested: Duration,
+    /// The period in force (see `effective_period`).
+    period: Duration,
+    next_resync: Instant,
+    /// Whether RV-unchanged updates currently reach this handler.
+    syncing: bool,
+}
+
+/// The dispatcher's state, behind the processor's lock.
+pub(crate) struct Dispatch<T> {
+    entries: Vec<Entry<T>>,
+    /// The informer has synced (its first list was fully applied).
+    pub(crate) synced: bool,
+    /// The informer has stopped: no more handlers.
+    pub(crate) stopped: bool,
+    /// The informer is running: resync periods are final.
+    pub(crate) started: bool,
+    /// How often the informer asks whether some handler's resync is due (0: never).
+    pub(crate) check_period: Duration,
+    next_id: u64,
+}
+
+/// The fan-out (see the module documentation).
+pub(crate) struct Processor<T> {
+    state: Mutex<Dispatch<T>>,
+}
+
+impl<T> Processor<T> {
+    pub(crate) fn new(default_resync: Duration) -> Self {
+        Self {
+            state: Mutex::new(Dispatch {
+                entries: Vec::new(),
+                synced: false,
+                stopped: false,
+                started: false,
+                check_period: clamp_request(default_resync),
+                next_id: 0,
+            }),
+        }
+    }
+
+    /// Takes the dispatch lock.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Dispatch<T>> {
+        self.state.lock()
+    }
+}
+
+impl<T> Dispatch<T> {
+    /// A fresh listener id.
+    pub(crate) fn next_id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    /// Applies client-go's rules to a handler's requested period; returns what it will be
+    /// registered with.
+    pub(crate) fn adjust_request(&mut self, requested: Duration) -> Duration {
+        let mut p = clamp_request(requested);
+        if !p.is_zero() && p < self.check_period {
+            if self.started {
+                tracing::warn!(
+                    requested = ?p,
+                    check_period = ?self.check_period,
+                    "the informer is running: a handler's resync period cannot go below its check period"
+                );
+                p = self.check_period;
+            } else {
+                self.check_period = p;
+                for e in &mut self.entries {
+                    e.period = effective_period(e.requested, p);
+                }
+            }
+        }
+        p
+    }
+
+    /// Registers a listener (its resync request already adjusted). It starts flagged as
+    /// syncing, as in client-go. If the informer has synced, so has its upstream.
+    pub(crate) fn add(&mut self, listener: Arc<Listener<T>>, requested: Duration, now: Instant) {
+        let period = effective_period(requested, self.check_period);
+        if self.synced {
+            listener.buffer.set_upstream_synced();
+        }
+        self.entries.push(Entry {
+            listener,
+            requested,
+            period,
+            next_resync: kcache_core::saturating_add(now, period),
+            syncing: true,
+        });
+    }
+
+    /// Unregisters the listener `id`; returns it if it was registered.
+    pub(crate) fn remove(&mut self, id: u64) -> Option<Arc<Listener<T>>> {
+        let i = self.entries.iter().position(|e| e.listener.id == id)?;
+        Some(self.entries.swap_remove(i).listener)
+    }
+
+    /// Hands `n` to every listener; an RV-unchanged update (`is_sync`) only to those whose
+    /// resync is due.
+    pub(crate) fn distribute(&self, n: &Notification<T>, is_sync: bool) {
+        for e in &self.entries {
+            if !is_sync || e.syncing {
+                e.listener.push(n.clone());
+            }
+        }
+    }
+
+    /// client-go's `shouldResync`: flags the listeners whose period elapsed (and schedules their
+    /// next one), unflags the others; true if any is due.
+    pub(crate) fn should_resync(&mut self, now: Instant) -> bool {
+        let mut any = false;
+        for e in &mut self.entries {
+            e.syncing = false;
+            if !e.period.is_zero() && now >= e.next_resync {
+                e.syncing = true;
+                e.next_resync = kcache_core::saturating_add(now, e.period);
+                any = true;
+            }
+        }
+        any
+    }
+
+    /// Marks the informer synced and tells every listener.
+    pub(crate) fn set_synced(&mut self) {
+        if !self.synced {
+            self.synced = true;
+            for e in &self.entries {
+                e.listener.buffer.set_upstream_synced();
+            }
+        }
+    }
+
+    /// Stops: closes every listener's buffer (undelivered notifications are dropped).
+    pub(crate) fn stop(&mut self) {
+        self.stopped = true;
+        for e in self.entries.drain(..) {
+            e.listener.buffer.close();
+        }
+    }
+
+    /// The effective resync period of listener `id`, if registered.
+    pub(crate) fn period_of(&self, id: u64) -> Option<Duration> {
+        self.entries
+            .iter()
+            .find(|e| e.listener.id == id)
+            .map(|e| e.period)
+    }
+}

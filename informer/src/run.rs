@@ -1,0 +1,222 @@
+//! Running the informer: the reflector, the pop loop, the stop; and read-your-writes waits.
+
+use crate::error::{InformerError, ResourceVersionError};
+use crate::informer::SharedIndexInformer;
+use crate::shared::Shared;
+use crate::sink::Sink;
+use futures::future::{select, Either};
+use kcache_core::KnownObjects;
+use kcache_core::{Meta, ResourceVersion};
+use kcache_deltafifo::{DeltaFifo, DeltaFifoError, DeltaFifoOptions, PopError};
+use kcache_reflector::{ListWatcher, ReflectorBuilder, ReflectorError};
+use std::cmp::Ordering;
+use std::future::Future;
+use std::pin::pin;
+use std::sync::Arc;
+
+impl<T, L, M> SharedIndexInformer<T, L, M>
+where
+    T: Send + Sync + 'static,
+    L: ListWatcher<T>,
+    M: Meta<T>,
+{
+    /// Runs the informer until `stop` completes (client-go's `Run`): lists and watches the
+    /// source, applies every change to the cache, notifies the handlers. On return the informer
+    /// is stopped for good: handlers' buffers are closed (undelivered notifications are dropped,
+    /// as in client-go; calls in progress finish), no handler or index can be added.
+    ///
+    /// # Errors
+    /// [`InformerError::AlreadyStarted`] if `run` was called before.
+    ///
+    /// # Cancel safety
+    /// Dropping the future stops the source and the pop loop but leaves the informer marked as
+    /// started; prefer completing `stop`.
+    pub async fn run(&self, stop: impl Future<Output = ()> + Send) -> Result<(), InformerError> {
+        let shared = self.shared.clone();
+        let check_period = {
+            let mut dispatch = shared.processor.lock();
+            if dispatch.started || dispatch.stopped {
+                return Err(InformerError::AlreadyStarted);
+            }
+            dispatch.started = true;
+            dispatch.check_period
+        };
+        let setup = self
+            .setup
+            .lock()
+            .take()
+            .ok_or(InformerError::AlreadyStarted)?;
+
+        let known: Arc<dyn KnownObjects<T>> = shared.indexer.clone();
+        let mut options = DeltaFifoOptions::new()
+            .known_objects(known)
+            .emit_delta_type_replaced(true);
+        if let Some(transform) = setup.transform {
+            options = options.transformer(move |obj| transform(obj));
+        }
+        let fifo: Arc<DeltaFifo<T, M>> = Arc::new(DeltaFifo::with_options(options));
+        let sink = Sink {
+            fifo: fifo.clone(),
+            shared: shared.clone(),
+        };
+
+        let resync_shared = shared.clone();
+        let name = shared.name.clone();
+        let user_hook = setup.watch_error_handler;
+        let reflector = ReflectorBuilder::<T, _, _, M>::with_meta(self.lw.clone(), sink)
+            .name(shared.name.to_string())
+            .clock(shared.clock.clone())
+            .resync_period(check_period)
+            .should_resync(move || {
+                let now = resync_shared.clock.now();
+                resync_shared.processor.lock().should_resync(now)
+            })
+            .on_watch_error(move |error: &ReflectorError<L::Error, DeltaFifoError>| {
+                tracing::warn!(informer = %name, error = %ErrorChain(error), "watch error");
+                if let Some(hook) = &user_hook {
+                    hook(error);
+                }
+            })
+            .build();
+
+        tracing::debug!(informer = %shared.name, "informer starting");
+        {
+            let source = pin!(reflector.run_until(stop));
+            let pop = pin!(pop_loop(&fifo, &shared));
+            if let Either::Right(((), source)) = select(source, pop).await {
+                // The pop loop only ends when the FIFO closes; let the reflector finish.
+                source.await;
+            }
+        }
+        fifo.close();
+        shared.stop();
+        tracing::debug!(informer = %shared.name, "informer stopped");
+        Ok(())
+    }
+
+    /// Resolves once the cache has applied every event up to resource version `rv`, for
+    /// read-your-writes: after your own write returned `rv`, the cache (and every handler's
+    /// buffer) holds it or something newer.
+    ///
+    /// Resource versions are opaque in general; this form orders them as decimal integers
+    /// (kcache-memory, etcd and Kubernetes' current servers all qualify). For other sources use
+    /// [`wait_for_resource_version_by`](Self::wait_for_resource_version_by).
+    ///
+    /// The cache's version advances each time the informer has applied everything the source
+    /// delivered so far, which a source that falls quiet always allows.
+    ///
+    /// # Errors
+    /// [`ResourceVersionError::NotNumeric`] if `rv` is not a decimal integer;
+    /// [`ResourceVersionError::Stopped`] if the informer stops first.
+    pub async fn wait_for_resource_version(
+        &self,
+        rv: &ResourceVersion,
+    ) -> Result<(), ResourceVersionError> {
+        let target: u64 = rv
+            .as_str()
+            .parse()
+            .map_err(|_| ResourceVersionError::NotNumeric(rv.clone()))?;
+        self.wait_for_resource_version_by(rv, |applied, _| {
+            applied
+                .as_str()
+                .parse::<u64>()
+                .map_or(Ordering::Less, |a| a.cmp(&target))
+        })
+        .await
+    }
+
+    /// [`wait_for_resource_version`](Self::wait_for_resource_version) with the source's own
+    /// ordering: `cmp(applied, rv)` must say how the cache's version compares with `rv`.
+    ///
+    /// # Errors
+    /// [`ResourceVersionError::Stopped`] if the informer stops first.
+    pub async fn wait_for_resource_version_by(
+        &self,
+        rv: &ResourceVersion,
+        cmp: impl Fn(&ResourceVersion, &ResourceVersion) -> Ordering,
+    ) -> Result<(), ResourceVersionError> {
+        let mut applied = self.shared.applied_rv.subscribe();
+        let mut lifecycle = self.shared.lifecycle.subscribe();
+        loop {
+            {
+                let current = applied.borrow_and_update();
+                if !current.is_empty() && cmp(&current, rv) != Ordering::Less {
+                    return Ok(());
+                }
+            }
+            if lifecycle.borrow_and_update().stopped {
+                return Err(ResourceVersionError::Stopped);
+            }
+            let closed = {
+                let a = pin!(applied.changed());
+                let l = pin!(lifecycle.changed());
+                match select(a, l).await {
+                    Either::Left((r, _)) => r.is_err(),
+                    Either::Right((r, _)) => r.is_err(),
+                }
+            };
+            if closed {
+                return Err(ResourceVersionError::Stopped);
+            }
+        }
+    }
+}
+
+/// Pops keys and applies them until the FIFO closes.
+async fn pop_loop<T, M>(fifo: &DeltaFifo<T, M>, shared: &Shared<T, M>)
+where
+    T: Send + Sync + 'static,
+    M: Meta<T>,
+{
+    loop {
+        let result = fifo
+            .pop_async(|deltas, is_in_initial_list| {
+                let start = shared.clock.now();
+                let result = shared.apply(deltas, is_in_initial_list);
+                if let Some(h) = &shared.metrics.latency {
+                    h.observe(
+                        shared
+                            .clock
+                            .now()
+                            .saturating_duration_since(start)
+                            .as_secs_f64(),
+                    );
+                }
+                result
+            })
+            .await;
+        match result {
+            Ok(()) => {}
+            Err(PopError::Closed) => return,
+            Err(PopError::Process(error)) => tracing::error!(
+                informer = %shared.name,
+                error = %ErrorChain(&error),
+                "cannot apply a change to the cache; the informer goes on"
+            ),
+        }
+        // Read what was received before looking at the queue: every event up to it reached the
+        // FIFO first, so an empty FIFO means this (single) popper has applied them all.
+        let received = shared.received_rv.lock().clone();
+        if fifo.is_empty() {
+            shared.publish_applied(received);
+        }
+        if fifo.has_synced() {
+            shared.set_synced();
+        }
+    }
+}
+
+/// Displays an error with its sources.
+struct ErrorChain<'a>(&'a (dyn std::error::Error + 'static));
+
+impl std::fmt::Display for ErrorChain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = self.0.source();
+        while let Some(s) = source {
+            write!(f, ": {s}")?;
+            source = s.source();
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,65 @@
+//! `Sink`: what the reflector writes into — the `DeltaFifo`, plus the informer's bookkeeping of
+//! sync and resource versions.
+
+use crate::shared::Shared;
+use kcache_core::{Meta, ReflectorStore, ResourceVersion};
+use kcache_deltafifo::{DeltaFifo, DeltaFifoError};
+use std::sync::Arc;
+
+pub(crate) struct Sink<T, M: Meta<T>> {
+    pub(crate) fifo: Arc<DeltaFifo<T, M>>,
+    pub(crate) shared: Arc<Shared<T, M>>,
+}
+
+impl<T, M: Meta<T>> Sink<T, M> {
+    /// After a write: record the version, and notice an initial population of zero keys (an
+    /// empty first list syncs without any pop).
+    fn written(&self, rv: ResourceVersion) {
+        self.shared.received(rv);
+        if self.fifo.has_synced() {
+            self.shared.set_synced();
+        }
+    }
+}
+
+impl<T: Send + Sync, M: Meta<T>> ReflectorStore<T> for Sink<T, M> {
+    type Error = DeltaFifoError;
+
+    fn add(&self, obj: Arc<T>) -> Result<(), DeltaFifoError> {
+        let rv = M::resource_version(&obj);
+        self.fifo.add(obj)?;
+        self.written(rv);
+        Ok(())
+    }
+
+    fn update(&self, obj: Arc<T>) -> Result<(), DeltaFifoError> {
+        let rv = M::resource_version(&obj);
+        self.fifo.update(obj)?;
+        self.written(rv);
+        Ok(())
+    }
+
+    fn delete(&self, obj: Arc<T>) -> Result<(), DeltaFifoError> {
+        let rv = M::resource_version(&obj);
+        self.fifo.delete(obj)?;
+        self.written(rv);
+        Ok(())
+    }
+
+    fn replace(&self, objects: Vec<Arc<T>>, rv: ResourceVersion) -> Result<(), DeltaFifoError> {
+        tracing::debug!(informer = %self.shared.name, objects = objects.len(), %rv, "relist");
+        self.fifo.replace(objects, rv.clone())?;
+        self.written(rv);
+        Ok(())
+    }
+
+    fn resync(&self) -> Result<(), DeltaFifoError> {
+        self.fifo.resync();
+        Ok(())
+    }
+
+    fn bookmark(&self, rv: ResourceVersion) -> Result<(), DeltaFifoError> {
+        self.written(rv);
+        Ok(())
+    }
+}
