@@ -1,4 +1,89 @@
-//! The reflector: keeps a store in step with a source through list and watch.
+//! The reflector: keeps a store in step with a source through list and watch, following
+//! client-go's `tools/cache` reflector.
+//!
+//! A backend implements one trait, [`ListWatcher`]: list (pages at a resource version) and watch
+//! (a stream of [`WatchEvent`]s after a resource version), with its errors classified by
+//! [`ErrorKind`]. A [`Reflector`] drives it and writes into any
+//! [`ReflectorStore`](kcache_core::ReflectorStore) (an indexer, a `DeltaFifo`, your own map):
+//!
+//! - list with resource version `"0"` first, then the last synced version, and `""` after an
+//!   Expired or TooLargeResourceVersion answer; in pages of [`DEFAULT_PAGE_SIZE`], with one full
+//!   list if a continue token expires; then one `store.replace(items, list_rv)`;
+//! - watch from the last synced version with bookmarks and a timeout drawn from
+//!   `[min, 2·min]`; every event goes to the store and records its version
+//!   ([`ReflectorHandle::last_sync_resource_version`]);
+//! - a clean close re-watches at once; a [`ErrorKind::Retry`] error backs off and re-watches; any
+//!   other error (and bad input, see [`BadInput`]) backs off and relists. Backoff is client-go's:
+//!   800 ms doubling to 30 s with jitter, reset after 2 healthy minutes ([`BackoffConfig`]);
+//! - optional streaming initial list (watch-list: one replace at the end-of-initial-events
+//!   bookmark, then the same stream goes on), resync timer with `should_resync`, a watch-error
+//!   hook, and a [`ReflectorHandle`] to stop it.
+//!
+//! Everything that waits goes through a [`Clock`](kcache_core::Clock), so tests run on a
+//! [`FakeClock`](kcache_core::FakeClock) without sleeping. The protocol itself is a pure state
+//! machine, tested without I/O. To test your own controller against a flaky source, wrap the
+//! source in a [`FaultInjector`].
+//!
+//! # Examples
+//! A reflector over the in-memory source (`kcache-memory`) into a map:
+//! ```
+//! use kcache_core::{Object, ObjectAccessor, ObjectKey, ReflectorStore, ResourceVersion};
+//! use kcache_memory::{MemorySource, SetResourceVersion};
+//! use kcache_reflector::Reflector;
+//! use std::collections::BTreeMap;
+//! use std::sync::{Arc, Mutex};
+//!
+//! #[derive(Clone, Debug)]
+//! struct Job { name: String, rv: ResourceVersion }
+//! impl Object for Job {
+//!     fn namespace(&self) -> Option<&str> { None }
+//!     fn name(&self) -> &str { &self.name }
+//!     fn resource_version(&self) -> ResourceVersion { self.rv.clone() }
+//! }
+//! impl SetResourceVersion for Job {
+//!     fn set_resource_version(&mut self, rv: ResourceVersion) { self.rv = rv; }
+//! }
+//!
+//! /// The simplest store: a shared map.
+//! #[derive(Clone, Default)]
+//! struct Map(Arc<Mutex<BTreeMap<String, Arc<Job>>>>);
+//! impl ReflectorStore<Job> for Map {
+//!     type Error = std::convert::Infallible;
+//!     fn add(&self, o: Arc<Job>) -> Result<(), Self::Error> { self.update(o) }
+//!     fn update(&self, o: Arc<Job>) -> Result<(), Self::Error> {
+//!         self.0.lock().unwrap().insert(o.name.clone(), o);
+//!         Ok(())
+//!     }
+//!     fn delete(&self, o: Arc<Job>) -> Result<(), Self::Error> {
+//!         self.0.lock().unwrap().remove(&o.name);
+//!         Ok(())
+//!     }
+//!     fn replace(&self, all: Vec<Arc<Job>>, _rv: ResourceVersion) -> Result<(), Self::Error> {
+//!         *self.0.lock().unwrap() = all.into_iter().map(|o| (o.name.clone(), o)).collect();
+//!         Ok(())
+//!     }
+//!     fn resync(&self) -> Result<(), Self::Error> { Ok(()) }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let source: MemorySource<Job> = MemorySource::new();
+//! source.create(Job { name: "nightly".into(), rv: ResourceVersion::default() }).unwrap();
+//!
+//! let map = Map::default();
+//! let reflector = Reflector::builder(source.clone(), map.clone()).name("jobs").build();
+//! let handle = reflector.handle();
+//! let task = tokio::spawn(reflector.run());
+//!
+//! source.create(Job { name: "hourly".into(), rv: ResourceVersion::default() }).unwrap();
+//! while map.0.lock().unwrap().len() < 2 {
+//!     tokio::task::yield_now().await;
+//! }
+//! handle.stop();
+//! task.await.unwrap();
+//! assert!(map.0.lock().unwrap().contains_key("hourly"));
+//! # }
+//! ```
 
 mod backoff;
 mod builder;
