@@ -12,8 +12,12 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod list;
+mod stream;
 #[cfg(test)]
 mod tests;
+
+use list::ListState;
 
 /// A watch that closes cleanly without events sooner than this is a "very short watch".
 pub(crate) const VERY_SHORT_WATCH: Duration = Duration::from_secs(1);
@@ -284,13 +288,7 @@ impl<T, M: Meta<T>> Machine<T, M> {
 
     fn start_list<E, SE>(&mut self, report: Option<ReflectorError<E, SE>>) -> Out<T, E, SE> {
         let rv = self.relist_rv();
-        self.phase = Phase::Listing(ListState {
-            items: Vec::new(),
-            list_rv: ResourceVersion::default(),
-            mid_list: false,
-            retried_from_empty: false,
-            full_fallback: false,
-        });
+        self.phase = Phase::Listing(ListState::new());
         Output {
             report,
             command: Command::List(self.list_options(rv)),
@@ -302,87 +300,6 @@ impl<T, M: Meta<T>> Machine<T, M> {
             resource_version: rv,
             limit: self.config.page_size,
             ..ListOptions::default()
-        }
-    }
-
-    fn on_listed<E: BackendError, SE>(
-        &mut self,
-        mut st: ListState<T>,
-        res: Result<ListPage<T>, E>,
-        now: Instant,
-    ) -> Out<T, E, SE> {
-        let page = match res {
-            Ok(page) => page,
-            Err(e) => {
-                let kind = e.kind();
-                let expired_or_large = matches!(
-                    kind,
-                    ErrorKind::Expired | ErrorKind::TooLargeResourceVersion
-                );
-                if st.mid_list && kind == ErrorKind::Expired && !st.full_fallback {
-                    // The pager's FullListIfExpired: one unpaged list of the most recent state.
-                    st.items = Vec::new();
-                    st.full_fallback = true;
-                    st.mid_list = false;
-                    let opts = ListOptions::default();
-                    self.phase = Phase::Listing(st);
-                    return Output {
-                        report: Some(ReflectorError::List(e)),
-                        command: Command::List(opts),
-                    };
-                }
-                if expired_or_large && !st.mid_list && !st.retried_from_empty && !st.full_fallback {
-                    self.rv_unavailable = true;
-                    st.retried_from_empty = true;
-                    let opts = self.list_options(ResourceVersion::default());
-                    self.phase = Phase::Listing(st);
-                    return Output {
-                        report: Some(ReflectorError::List(e)),
-                        command: Command::List(opts),
-                    };
-                }
-                if expired_or_large {
-                    self.rv_unavailable = true;
-                }
-                return self.fail_cycle(ReflectorError::List(e), now);
-            }
-        };
-        if page.resource_version.is_empty() {
-            return self.fail_cycle(
-                ReflectorError::BadInput(BadInput::ListWithoutResourceVersion),
-                now,
-            );
-        }
-        if let Some(err) = page.items.iter().find_map(|o| M::key(o).err()) {
-            return self.fail_cycle(ReflectorError::BadInput(BadInput::ObjectKey(err)), now);
-        }
-        if !st.mid_list {
-            st.list_rv = page.resource_version;
-        }
-        if st.items.is_empty() {
-            st.items = page.items;
-        } else {
-            st.items.extend(page.items);
-        }
-        match page.continue_token {
-            Some(token) if !st.full_fallback => {
-                st.mid_list = true;
-                let opts = ListOptions {
-                    limit: self.config.page_size,
-                    continue_token: Some(token),
-                    ..ListOptions::default()
-                };
-                self.phase = Phase::Listing(st);
-                cmd(Command::List(opts))
-            }
-            _ => {
-                let rv = st.list_rv;
-                self.phase = Phase::Replacing {
-                    rv: rv.clone(),
-                    from_stream: false,
-                };
-                cmd(Command::Store(StoreCall::Replace(st.items, rv)))
-            }
         }
     }
 
@@ -483,74 +400,6 @@ impl<T, M: Meta<T>> Machine<T, M> {
         cmd(Command::Store(call))
     }
 
-    fn on_stream_input<E: BackendError, SE>(
-        &mut self,
-        requested: ResourceVersion,
-        mut items: Vec<Arc<T>>,
-        input: Input<T, E, SE>,
-        now: Instant,
-    ) -> Out<T, E, SE> {
-        let err = match input {
-            Input::WatchOpened(Ok(())) => {
-                self.opened(now);
-                self.phase = Phase::Streaming { requested, items };
-                return cmd(Command::ReadWatch { resync_at: None });
-            }
-            Input::WatchOpened(Err(e)) | Input::WatchFailed(e) => e,
-            Input::Event(WatchEvent::Added(o)) => {
-                if let Err(k) = M::key(&o) {
-                    return self.start_list(Some(ReflectorError::BadInput(BadInput::ObjectKey(k))));
-                }
-                items.push(o);
-                self.phase = Phase::Streaming { requested, items };
-                return cmd(Command::ReadWatch { resync_at: None });
-            }
-            Input::Event(WatchEvent::Modified(_)) => {
-                let bad = BadInput::UnexpectedEventDuringInitialEvents { event: "Modified" };
-                return self.start_list(Some(ReflectorError::BadInput(bad)));
-            }
-            Input::Event(WatchEvent::Deleted(_)) => {
-                let bad = BadInput::UnexpectedEventDuringInitialEvents { event: "Deleted" };
-                return self.start_list(Some(ReflectorError::BadInput(bad)));
-            }
-            Input::Event(WatchEvent::Bookmark(b)) if b.initial_events_end => {
-                if b.resource_version.is_empty() {
-                    let bad = BadInput::BookmarkWithoutResourceVersion;
-                    return self.start_list(Some(ReflectorError::BadInput(bad)));
-                }
-                self.watch_events += 1;
-                self.phase = Phase::Replacing {
-                    rv: b.resource_version.clone(),
-                    from_stream: true,
-                };
-                return cmd(Command::Store(StoreCall::Replace(
-                    items,
-                    b.resource_version,
-                )));
-            }
-            Input::Event(WatchEvent::Bookmark(_)) => {
-                self.phase = Phase::Streaming { requested, items };
-                return cmd(Command::ReadWatch { resync_at: None });
-            }
-            Input::WatchClosed => {
-                return self.start_list(Some(ReflectorError::InitialEventsIncomplete))
-            }
-            _ => {
-                self.phase = Phase::Streaming { requested, items };
-                return cmd(Command::ReadWatch { resync_at: None });
-            }
-        };
-        drop(items);
-        match err.kind() {
-            ErrorKind::Retry => self.back_off(After::Stream, ReflectorError::WatchOpen(err), now),
-            ErrorKind::Expired | ErrorKind::TooLargeResourceVersion if !requested.is_empty() => {
-                self.rv_unavailable = true;
-                self.start_stream(Some(ReflectorError::WatchOpen(err)))
-            }
-            _ => self.start_list(Some(ReflectorError::WatchOpen(err))),
-        }
-    }
-
     /// Reports `err`, backs off, then does `after`.
     fn back_off<E, SE>(
         &mut self,
@@ -577,21 +426,13 @@ impl<T, M: Meta<T>> Machine<T, M> {
     }
 }
 
-struct ListState<T> {
-    items: Vec<Arc<T>>,
-    list_rv: ResourceVersion,
-    mid_list: bool,
-    retried_from_empty: bool,
-    full_fallback: bool,
-}
-
-fn cmd<T, E, SE>(command: Command<T>) -> Output<T, E, SE> {
+pub(super) fn cmd<T, E, SE>(command: Command<T>) -> Output<T, E, SE> {
     Output {
         report: None,
         command,
     }
 }
 
-fn store_error<E, SE>(operation: StoreOperation, source: SE) -> ReflectorError<E, SE> {
+pub(super) fn store_error<E, SE>(operation: StoreOperation, source: SE) -> ReflectorError<E, SE> {
     ReflectorError::Store { operation, source }
 }

@@ -1,0 +1,112 @@
+//! The list half of the machine: pages, the pager's full-list fallback, Expired/TooLarge retries.
+
+use super::{cmd, Command, Machine, Out, Output, Phase, StoreCall};
+use crate::error::{BadInput, ReflectorError};
+use crate::list_watcher::{BackendError, ErrorKind, ListOptions, ListPage};
+use kcache_core::{Meta, ResourceVersion};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// A list in progress.
+pub(super) struct ListState<T> {
+    items: Vec<Arc<T>>,
+    list_rv: ResourceVersion,
+    mid_list: bool,
+    retried_from_empty: bool,
+    full_fallback: bool,
+}
+
+impl<T> ListState<T> {
+    pub(super) fn new() -> Self {
+        Self {
+            items: Vec::new(),
+            list_rv: ResourceVersion::default(),
+            mid_list: false,
+            retried_from_empty: false,
+            full_fallback: false,
+        }
+    }
+}
+
+impl<T, M: Meta<T>> Machine<T, M> {
+    pub(super) fn on_listed<E: BackendError, SE>(
+        &mut self,
+        mut st: ListState<T>,
+        res: Result<ListPage<T>, E>,
+        now: Instant,
+    ) -> Out<T, E, SE> {
+        let page = match res {
+            Ok(page) => page,
+            Err(e) => {
+                let kind = e.kind();
+                let expired_or_large = matches!(
+                    kind,
+                    ErrorKind::Expired | ErrorKind::TooLargeResourceVersion
+                );
+                if st.mid_list && kind == ErrorKind::Expired && !st.full_fallback {
+                    // The pager's FullListIfExpired: one unpaged list of the most recent state.
+                    st.items = Vec::new();
+                    st.full_fallback = true;
+                    st.mid_list = false;
+                    let opts = ListOptions::default();
+                    self.phase = Phase::Listing(st);
+                    return Output {
+                        report: Some(ReflectorError::List(e)),
+                        command: Command::List(opts),
+                    };
+                }
+                if expired_or_large && !st.mid_list && !st.retried_from_empty && !st.full_fallback {
+                    self.rv_unavailable = true;
+                    st.retried_from_empty = true;
+                    let opts = self.list_options(ResourceVersion::default());
+                    self.phase = Phase::Listing(st);
+                    return Output {
+                        report: Some(ReflectorError::List(e)),
+                        command: Command::List(opts),
+                    };
+                }
+                if expired_or_large {
+                    self.rv_unavailable = true;
+                }
+                return self.fail_cycle(ReflectorError::List(e), now);
+            }
+        };
+        if page.resource_version.is_empty() {
+            return self.fail_cycle(
+                ReflectorError::BadInput(BadInput::ListWithoutResourceVersion),
+                now,
+            );
+        }
+        if let Some(err) = page.items.iter().find_map(|o| M::key(o).err()) {
+            return self.fail_cycle(ReflectorError::BadInput(BadInput::ObjectKey(err)), now);
+        }
+        if !st.mid_list {
+            st.list_rv = page.resource_version;
+        }
+        if st.items.is_empty() {
+            st.items = page.items;
+        } else {
+            st.items.extend(page.items);
+        }
+        match page.continue_token {
+            Some(token) if !st.full_fallback => {
+                st.mid_list = true;
+                let opts = ListOptions {
+                    limit: self.config.page_size,
+                    continue_token: Some(token),
+                    ..ListOptions::default()
+                };
+                self.phase = Phase::Listing(st);
+                cmd(Command::List(opts))
+            }
+            _ => {
+                let rv = st.list_rv;
+                self.phase = Phase::Replacing {
+                    rv: rv.clone(),
+                    from_stream: false,
+                };
+                cmd(Command::Store(StoreCall::Replace(st.items, rv)))
+            }
+        }
+    }
+}
