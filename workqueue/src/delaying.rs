@@ -76,9 +76,10 @@ impl<T: Clone + Eq + Hash + Send + 'static> DelayingQueue<T> {
             m.retries.inc();
         }
         let mut g = shared.lock();
-        let outcome = g.st.add_at(item, deadline, now, shared.metrics.is_some());
+        let (outcome, leftover) = g.st.schedule(item, deadline, now, shared.metrics.is_some());
         let waiting = g.st.waiting();
         let accepted = shared.after_add(g, outcome);
+        drop(leftover); // after the lock is released
         if let Some(m) = &shared.metrics {
             m.delayed_depth.set(waiting as f64);
         }

@@ -1,5 +1,6 @@
 //! `Queue`: the deduplicating work queue (client-go's `workqueue.Interface`).
 
+mod delays;
 mod get_async;
 pub(crate) mod state;
 mod waiters;
@@ -126,8 +127,10 @@ impl<T: Clone + Eq + Hash + Send + 'static> Queue<T> {
     pub fn add(&self, item: T) -> bool {
         let now = self.shared.metrics_now();
         let mut g = self.shared.lock();
-        let outcome = g.st.add(item, now);
-        self.shared.after_add(g, outcome)
+        let (outcome, leftover) = g.st.insert(item, now);
+        let accepted = self.shared.after_add(g, outcome);
+        drop(leftover); // after the lock is released
+        accepted
     }
 
     /// Hands out the oldest queued item, blocking while the queue is empty. Returns `None` once the

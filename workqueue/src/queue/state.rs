@@ -4,8 +4,8 @@
 //! slot is `Queued`, once each, in first-add order. The delay heap may hold stale entries; an entry
 //! is live only while the item's slot is `Waiting` with the same deadline.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use super::delays::Delays;
+use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
 use std::time::Instant;
 
@@ -77,37 +77,12 @@ pub(crate) enum Finished {
     },
 }
 
-#[derive(Debug)]
-struct Entry<T> {
-    at: Instant,
-    seq: u64,
-    item: T,
-}
-
-impl<T> PartialEq for Entry<T> {
-    fn eq(&self, other: &Self) -> bool {
-        (self.at, self.seq) == (other.at, other.seq)
-    }
-}
-impl<T> Eq for Entry<T> {}
-impl<T> PartialOrd for Entry<T> {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl<T> Ord for Entry<T> {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        (self.at, self.seq).cmp(&(other.at, other.seq))
-    }
-}
-
 /// The whole bookkeeping of a queue.
 #[derive(Debug)]
 pub(crate) struct State<T> {
     ready: VecDeque<T>,
     slots: HashMap<T, Slot, Hasher>,
-    heap: BinaryHeap<Reverse<Entry<T>>>,
-    seq: u64,
+    delays: Delays<T>,
     waiting: usize,
     in_flight: usize,
     shutting_down: bool,
@@ -119,8 +94,7 @@ impl<T: Clone + Eq + Hash> State<T> {
         Self {
             ready: VecDeque::new(),
             slots: HashMap::with_hasher(Hasher::default()),
-            heap: BinaryHeap::new(),
-            seq: 0,
+            delays: Delays::new(),
             waiting: 0,
             in_flight: 0,
             shutting_down: false,
@@ -156,31 +130,33 @@ impl<T: Clone + Eq + Hash> State<T> {
         self.ready.is_empty() && self.in_flight == 0
     }
 
-    /// Makes `item` ready now. `now` is the time for metrics (None when metrics are off).
-    pub(crate) fn add(&mut self, item: T, now: Option<Instant>) -> Added {
+    /// Makes `item` ready now. `now` is the time for metrics (None when metrics are off). Hands
+    /// back the item when the state did not keep it, so the caller can drop it after releasing its
+    /// lock (dropping an `Arc` key touches a count shared with other threads).
+    pub(crate) fn insert(&mut self, item: T, now: Option<Instant>) -> (Added, Option<T>) {
         if self.shutting_down {
-            return Added::Refused;
+            return (Added::Refused, Some(item));
         }
         match self.slots.get_mut(&item) {
             None => {
                 self.slots.insert(item.clone(), Slot::Queued { since: now });
                 self.ready.push_back(item);
-                Added::Pushed
+                (Added::Pushed, None)
             }
-            Some(Slot::Queued { .. }) => Added::Deduplicated,
+            Some(Slot::Queued { .. }) => (Added::Deduplicated, Some(item)),
             Some(Slot::Processing { then, .. }) => match then {
-                Then::Requeue { .. } => Added::Deduplicated,
+                Then::Requeue { .. } => (Added::Deduplicated, Some(item)),
                 Then::Nothing | Then::Wait { .. } => {
                     *then = Then::Requeue { since: now };
-                    Added::Deferred
+                    (Added::Deferred, Some(item))
                 }
             },
             Some(slot @ Slot::Waiting { .. }) => {
-                // Ready now: the heap entry becomes stale (deduplicated against the ready queue).
+                // Ready now: the delay entry becomes stale (deduplicated against the ready queue).
                 *slot = Slot::Queued { since: now };
                 self.waiting -= 1;
                 self.ready.push_back(item);
-                Added::Pushed
+                (Added::Pushed, None)
             }
         }
     }
@@ -188,50 +164,52 @@ impl<T: Clone + Eq + Hash> State<T> {
     /// Makes `item` ready at `at`. A deadline not after `now` is an immediate add. `stamp` says
     /// whether metrics want timestamps.
     pub(crate) fn add_at(&mut self, item: T, at: Instant, now: Instant, stamp: bool) -> Added {
+        self.schedule(item, at, now, stamp).0
+    }
+
+    /// [`add_at`](State::add_at) that hands back the item when the state did not keep it.
+    pub(crate) fn schedule(
+        &mut self,
+        item: T,
+        at: Instant,
+        now: Instant,
+        stamp: bool,
+    ) -> (Added, Option<T>) {
         if self.shutting_down {
-            return Added::Refused;
+            return (Added::Refused, Some(item));
         }
         if at <= now {
-            return self.add(item, stamp.then_some(now));
+            return self.insert(item, stamp.then_some(now));
         }
         match self.slots.get_mut(&item) {
             None => {
                 self.slots.insert(item.clone(), Slot::Waiting { at });
                 self.waiting += 1;
-                Added::Delayed {
-                    earliest: self.push_heap(item, at),
-                }
+                let earliest = self.push_heap(item, at);
+                (Added::Delayed { earliest }, None)
             }
-            Some(Slot::Queued { .. }) => Added::Deduplicated,
+            Some(Slot::Queued { .. }) => (Added::Deduplicated, Some(item)),
             Some(Slot::Processing { then, .. }) => match then {
-                Then::Requeue { .. } => Added::Deduplicated,
-                Then::Wait { at: old } if *old <= at => Added::Deduplicated,
+                Then::Requeue { .. } => (Added::Deduplicated, Some(item)),
+                Then::Wait { at: old } if *old <= at => (Added::Deduplicated, Some(item)),
                 Then::Nothing | Then::Wait { .. } => {
                     *then = Then::Wait { at };
-                    Added::DeferredDelay
+                    (Added::DeferredDelay, Some(item))
                 }
             },
             Some(Slot::Waiting { at: old }) => {
                 if *old <= at {
-                    return Added::Deduplicated;
+                    return (Added::Deduplicated, Some(item));
                 }
                 *old = at;
-                Added::Delayed {
-                    earliest: self.push_heap(item, at),
-                }
+                let earliest = self.push_heap(item, at);
+                (Added::Delayed { earliest }, None)
             }
         }
     }
 
     fn push_heap(&mut self, item: T, at: Instant) -> bool {
-        let earliest = self.heap.peek().is_none_or(|Reverse(e)| at < e.at);
-        self.seq += 1;
-        self.heap.push(Reverse(Entry {
-            at,
-            seq: self.seq,
-            item,
-        }));
-        earliest
+        self.delays.push(item, at)
     }
 
     /// Hands out the oldest ready item, with when it was first added (metrics).
@@ -297,8 +275,8 @@ impl<T: Clone + Eq + Hash> State<T> {
     /// Moves every item whose deadline is not after `now` to the ready deque. Returns how many.
     pub(crate) fn fire_due(&mut self, now: Instant, stamp: bool) -> usize {
         let mut fired = 0;
-        while self.heap.peek().is_some_and(|Reverse(e)| e.at <= now) {
-            let Some(Reverse(e)) = self.heap.pop() else {
+        while self.delays.peek().is_some_and(|e| e.at <= now) {
+            let Some(e) = self.delays.pop() else {
                 break;
             };
             if let Some(slot) = self.slots.get_mut(&e.item) {
@@ -317,11 +295,11 @@ impl<T: Clone + Eq + Hash> State<T> {
 
     /// The earliest live deadline in the heap (dropping stale entries on the way).
     pub(crate) fn next_deadline(&mut self) -> Option<Instant> {
-        while let Some(Reverse(e)) = self.heap.peek() {
+        while let Some(e) = self.delays.peek() {
             if self.slots.get(&e.item) == Some(&Slot::Waiting { at: e.at }) {
                 return Some(e.at);
             }
-            self.heap.pop();
+            self.delays.pop();
         }
         None
     }
@@ -336,7 +314,7 @@ impl<T: Clone + Eq + Hash> State<T> {
             self.slots.retain(|_, s| !matches!(s, Slot::Waiting { .. }));
             self.waiting = 0;
         }
-        self.heap.clear();
+        self.delays.clear();
     }
 
     /// Stops waiting for a drain (a later plain shutdown).
