@@ -248,6 +248,11 @@ impl<T> FifoCore<T> {
         self.closed
     }
 
+    /// Nothing queued and nothing handed out and not yet finished.
+    pub(crate) fn is_idle(&self) -> bool {
+        self.queue.is_empty() && self.in_flight.is_empty()
+    }
+
     /// Number of queued keys (in-flight keys not counted unless queued again).
     pub(crate) fn len(&self) -> usize {
         self.queue.len()

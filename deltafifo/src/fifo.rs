@@ -336,6 +336,36 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// Whether no key is queued **and** no popped key is still being processed: everything
+    /// written so far has been handed out and processed (an informer uses it to tell how far its
+    /// cache has caught up with its source).
+    ///
+    /// # Examples
+    /// ```
+    /// # use kcache_core::{Object, ResourceVersion};
+    /// # use kcache_deltafifo::DeltaFifo;
+    /// # use std::sync::Arc;
+    /// # struct Pod(&'static str);
+    /// # impl Object for Pod {
+    /// #     fn namespace(&self) -> Option<&str> { None }
+    /// #     fn name(&self) -> &str { self.0 }
+    /// #     fn resource_version(&self) -> ResourceVersion { ResourceVersion::default() }
+    /// # }
+    /// let fifo: DeltaFifo<Pod> = DeltaFifo::new();
+    /// assert!(fifo.is_idle());
+    /// fifo.add(Arc::new(Pod("a")))?;
+    /// fifo.pop(|_, _| {
+    ///     // Taken, so not queued, but still being processed.
+    ///     assert!(fifo.is_empty() && !fifo.is_idle());
+    ///     Ok::<_, std::convert::Infallible>(())
+    /// })?;
+    /// assert!(fifo.is_idle());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_idle(&self) -> bool {
+        self.state.lock().core.is_idle()
+    }
 }
 
 /// Finishes a taken key when dropped, so a panicking process function does not wedge its key.
