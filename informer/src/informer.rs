@@ -70,6 +70,12 @@ where
     pub fn new(lw: L, resync: Duration) -> Self {
         Self::with_options(lw, InformerOptions::new().resync_period(resync))
     }
+
+    /// An informer over `lw` with `options` and keys from the [`Object`](kcache_core::Object)
+    /// trait (client-go's `NewSharedIndexInformerWithOptions`).
+    pub fn with_options(lw: L, options: InformerOptions<T>) -> Self {
+        Self::with_accessor(lw, options)
+    }
 }
 
 impl<T, L, M> SharedIndexInformer<T, L, M>
@@ -78,8 +84,9 @@ where
     L: ListWatcher<T>,
     M: Meta<T>,
 {
-    /// An informer over `lw` with `options` (client-go's `NewSharedIndexInformerWithOptions`).
-    pub fn with_options(lw: L, options: InformerOptions<T>) -> Self {
+    /// An informer over `lw` with `options`, reading keys and resource versions through the
+    /// accessor `M` (name it: `SharedIndexInformer::<T, L, M>::with_accessor(lw, options)`).
+    pub fn with_accessor(lw: L, options: InformerOptions<T>) -> Self {
         let name: Arc<str> = Arc::from(options.name.as_str());
         let shared = Shared {
             metrics: InformerMetrics::new(options.metrics, &name),
@@ -88,7 +95,8 @@ where
             processor: Arc::new(Processor::new(options.resync_period)),
             clock: options.clock,
             lifecycle: watch::Sender::new(Lifecycle::default()),
-            received_rv: Mutex::new(ResourceVersion::default()),
+            received_rv: Mutex::new((0, ResourceVersion::default())),
+            published_seq: Mutex::new(0),
             applied_rv: watch::Sender::new(ResourceVersion::default()),
         };
         Self {
@@ -291,7 +299,12 @@ where
     /// The resource version of the last list, event or bookmark the source delivered (client-go's
     /// `LastSyncResourceVersion`); empty before the first list.
     pub fn last_sync_resource_version(&self) -> ResourceVersion {
-        self.shared.received_rv.lock().clone()
+        self.shared.last_received().1
+    }
+
+    /// How many handlers (and event streams) are registered.
+    pub fn handler_count(&self) -> usize {
+        self.shared.processor.lock().len()
     }
 
     /// Whether `run` has returned.

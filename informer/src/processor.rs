@@ -156,6 +156,11 @@ impl<T> Dispatch<T> {
         }
     }
 
+    /// How many listeners are registered.
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
     /// The effective resync period of listener `id`, if registered.
     pub(crate) fn period_of(&self, id: u64) -> Option<Duration> {
         self.entries

@@ -194,10 +194,10 @@ where
                 "cannot apply a change to the cache; the informer goes on"
             ),
         }
-        // Read what was received before looking at the queue: every event up to it reached the
-        // FIFO first, so an empty FIFO means this (single) popper has applied them all.
-        let received = shared.received_rv.lock().clone();
-        if fifo.is_empty() {
+        // Read what was received before looking at the FIFO: every event up to it reached the
+        // FIFO first, so an idle FIFO has applied them all.
+        let received = shared.last_received();
+        if fifo.is_idle() {
             shared.publish_applied(received);
         }
         if fifo.has_synced() {

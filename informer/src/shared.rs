@@ -23,8 +23,10 @@ pub(crate) struct Shared<T, M> {
     pub(crate) metrics: InformerMetrics,
     pub(crate) lifecycle: watch::Sender<Lifecycle>,
     /// The newest resource version the source reported (written after the FIFO write): the
-    /// reflector's last synced resource version.
-    pub(crate) received_rv: Mutex<ResourceVersion>,
+    /// reflector's last synced resource version, numbered by arrival.
+    pub(crate) received_rv: Mutex<(u64, ResourceVersion)>,
+    /// The arrival number of the version last published in `applied_rv` (it only grows).
+    pub(crate) published_seq: Mutex<u64>,
     /// The newest resource version all of whose events the cache has applied.
     pub(crate) applied_rv: watch::Sender<ResourceVersion>,
 }
@@ -49,15 +51,30 @@ impl<T, M> Shared<T, M> {
     /// Records a resource version the source reported (after its write reached the FIFO).
     pub(crate) fn received(&self, rv: ResourceVersion) {
         if !rv.is_empty() {
-            *self.received_rv.lock() = rv;
+            let mut r = self.received_rv.lock();
+            *r = (r.0 + 1, rv);
         }
     }
 
-    /// After a pop finished: if nothing is queued, every event received so far is applied.
-    /// `received` must be read before the emptiness check (see `run.rs`).
-    pub(crate) fn publish_applied(&self, received: ResourceVersion) {
+    /// The newest received version, with its arrival number.
+    pub(crate) fn last_received(&self) -> (u64, ResourceVersion) {
+        self.received_rv.lock().clone()
+    }
+
+    /// Publishes `received` (read with [`last_received`](Self::last_received) *before* the FIFO
+    /// was found idle) as applied: every event that arrived up to it reached the FIFO before it
+    /// was recorded, and an idle FIFO has processed all of them. Publications only move forward.
+    pub(crate) fn publish_applied(&self, received: (u64, ResourceVersion)) {
+        let (seq, received) = received;
         if received.is_empty() {
             return;
+        }
+        {
+            let mut published = self.published_seq.lock();
+            if seq <= *published {
+                return;
+            }
+            *published = seq;
         }
         self.metrics.set_store_rv(received.as_str());
         self.applied_rv.send_if_modified(|rv| {

@@ -16,6 +16,12 @@ impl<T, M: Meta<T>> Sink<T, M> {
     /// empty first list syncs without any pop).
     fn written(&self, rv: ResourceVersion) {
         self.shared.received(rv);
+        let received = self.shared.last_received();
+        if self.fifo.is_idle() {
+            // Nothing to pop (a dropped deletion, a bookmark, an empty list): the cache is as
+            // far as the source.
+            self.shared.publish_applied(received);
+        }
         if self.fifo.has_synced() {
             self.shared.set_synced();
         }
