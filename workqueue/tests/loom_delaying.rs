@@ -45,3 +45,39 @@ fn an_add_racing_the_timer_hands_the_item_out_once() {
         q.shut_down();
     });
 }
+
+#[test]
+fn a_delayed_add_racing_the_clock_is_handed_out() {
+    loom::model(|| {
+        let clock = FakeClock::new();
+        let q = DelayingQueue::with_config(QueueConfig::new().clock(Arc::new(clock.clone())));
+        let deadline = kcache_core::Clock::now(&clock) + Duration::from_millis(10);
+        let adder = {
+            let q = q.clone();
+            // Through the delayed-add inbox if it wins the race, as an immediate add otherwise.
+            thread::spawn(move || assert!(q.add_at(1u8, deadline)))
+        };
+        clock.advance(Duration::from_millis(10));
+        assert_eq!(q.get(), Some(1));
+        q.done(&1).unwrap();
+        adder.join().unwrap();
+        q.shut_down();
+    });
+}
+
+#[test]
+fn a_delayed_add_racing_shut_down_is_refused_or_dropped_never_handed_out() {
+    loom::model(|| {
+        let clock = FakeClock::new();
+        let q = DelayingQueue::with_config(QueueConfig::new().clock(Arc::new(clock.clone())));
+        let adder = {
+            let q = q.clone();
+            thread::spawn(move || q.add_after(1u8, Duration::from_millis(10)))
+        };
+        q.shut_down();
+        let _accepted = adder.join().unwrap();
+        clock.advance(Duration::from_millis(10));
+        assert_eq!(q.get(), None);
+        assert_eq!(q.waiting_len(), 0);
+    });
+}
