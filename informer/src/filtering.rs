@@ -23,16 +23,30 @@ use std::sync::Arc;
 ///
 /// # Examples
 /// ```
+/// use kcache_core::{Object, ResourceVersion};
 /// use kcache_informer::{FilteringHandler, HandlerFuncs, ResourceEventHandler};
 /// use std::sync::atomic::{AtomicUsize, Ordering};
 /// use std::sync::Arc;
 ///
+/// struct Job { name: &'static str, done: bool }
+/// impl Object for Job {
+///     fn namespace(&self) -> Option<&str> { None }
+///     fn name(&self) -> &str { self.name }
+///     fn resource_version(&self) -> ResourceVersion { ResourceVersion::default() }
+/// }
+///
 /// let deletes = Arc::new(AtomicUsize::new(0));
 /// let d = deletes.clone();
-/// let inner = HandlerFuncs::<u32>::new().on_delete(move |_| { d.fetch_add(1, Ordering::SeqCst); });
-/// let even_only = FilteringHandler::new(|n: &u32| n % 2 == 0, inner);
-/// // 2 -> 3 leaves the filtered set: the inner handler sees a delete.
-/// even_only.on_update(&Arc::new(2), &Arc::new(3));
+/// let inner = HandlerFuncs::<Job>::new().delete_func(move |gone| {
+///     assert_eq!(gone.key().as_str(), "nightly");
+///     d.fetch_add(1, Ordering::SeqCst);
+/// });
+/// let running_only = FilteringHandler::new(|j: &Job| !j.done, inner);
+/// // The job finished: it leaves the filtered set, so the inner handler sees a delete.
+/// running_only.on_update(
+///     &Arc::new(Job { name: "nightly", done: false }),
+///     &Arc::new(Job { name: "nightly", done: true }),
+/// );
 /// assert_eq!(deletes.load(Ordering::SeqCst), 1);
 /// ```
 #[doc(alias = "FilteringResourceEventHandler")]

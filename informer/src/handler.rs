@@ -85,8 +85,8 @@ type DeleteFn<T> = Box<dyn Fn(&DeletedObject<T>) + Send + Sync>;
 /// let adds = Arc::new(AtomicUsize::new(0));
 /// let seen = adds.clone();
 /// let handler = HandlerFuncs::<String>::new()
-///     .on_add(move |_obj, _initial| { seen.fetch_add(1, Ordering::SeqCst); })
-///     .on_update(|old, new| assert_ne!(old, new));
+///     .add_func(move |_obj, _initial| { seen.fetch_add(1, Ordering::SeqCst); })
+///     .update_func(|old, new| assert_ne!(old, new));
 /// handler.on_add(&Arc::new("web".to_string()), true);
 /// assert_eq!(adds.load(Ordering::SeqCst), 1);
 /// ```
@@ -108,23 +108,23 @@ impl<T> HandlerFuncs<T> {
         }
     }
 
-    /// Sets the closure for additions (it receives `is_in_initial_list`).
+    /// Sets the closure for additions (it receives `is_in_initial_list`; client-go's `AddFunc`).
     #[must_use]
-    pub fn on_add(mut self, f: impl Fn(&Arc<T>, bool) + Send + Sync + 'static) -> Self {
+    pub fn add_func(mut self, f: impl Fn(&Arc<T>, bool) + Send + Sync + 'static) -> Self {
         self.add = Some(Box::new(f));
         self
     }
 
-    /// Sets the closure for updates (and resyncs).
+    /// Sets the closure for updates and resyncs (client-go's `UpdateFunc`).
     #[must_use]
-    pub fn on_update(mut self, f: impl Fn(&Arc<T>, &Arc<T>) + Send + Sync + 'static) -> Self {
+    pub fn update_func(mut self, f: impl Fn(&Arc<T>, &Arc<T>) + Send + Sync + 'static) -> Self {
         self.update = Some(Box::new(f));
         self
     }
 
-    /// Sets the closure for deletions.
+    /// Sets the closure for deletions (client-go's `DeleteFunc`).
     #[must_use]
-    pub fn on_delete(mut self, f: impl Fn(&DeletedObject<T>) + Send + Sync + 'static) -> Self {
+    pub fn delete_func(mut self, f: impl Fn(&DeletedObject<T>) + Send + Sync + 'static) -> Self {
         self.delete = Some(Box::new(f));
         self
     }

@@ -1,4 +1,101 @@
-//! client-go's `SharedIndexInformer` for Rust (TUTORIAL PENDING).
+//! client-go's `SharedIndexInformer` for Rust: one list+watch of a source, one indexed cache, any
+//! number of event handlers.
+//!
+//! # Which piece to use
+//! - [`SharedIndexInformer`]: give it a [`ListWatcher`](kcache_reflector::ListWatcher) (the
+//!   in-process `kcache-memory` source, etcd, Kubernetes through kube-rs, your own) and
+//!   [`run`](SharedIndexInformer::run) it. It keeps the cache in step with the source and tells
+//!   every registered handler about every change. Read the cache through
+//!   [`indexer()`](SharedIndexInformer::indexer) (a cheap [`CacheReader`] with listers and
+//!   index queries).
+//! - A handler is anything that implements [`ResourceEventHandler`] (`on_add`, `on_update`,
+//!   `on_delete`), or closures in a [`HandlerFuncs`], optionally behind a [`FilteringHandler`].
+//!   Async code can take an [`EventStream`] instead
+//!   ([`event_stream`](SharedIndexInformer::event_stream)).
+//! - Every handler gets a [`HandlerRegistration`]: its own
+//!   [`has_synced`](HandlerRegistration::has_synced) (true only once *this* handler received
+//!   its whole initial list), its backlog ([`pending`](HandlerRegistration::pending)), and
+//!   [`remove`](HandlerRegistration::remove).
+//! - A controller waits for several informers and handlers with [`wait_for_cache_sync`], reads
+//!   listers, and after its own writes waits with
+//!   [`wait_for_resource_version`](SharedIndexInformer::wait_for_resource_version).
+//!
+//! # The rules (client-go's, with the differences marked)
+//! - Changes are applied as client-go's `processDeltas` does: an object already cached is
+//!   updated (`on_update(old, new)`), otherwise added (`on_add`); a deletion removes it and calls
+//!   `on_delete` with the object, or with a tombstone ([`DeletedObject::is_final_state_unknown`])
+//!   when a relist revealed a deletion the watch missed. The cache is written before any handler
+//!   hears of the change.
+//! - An update that does not change the resource version (a resync, or an unchanged object seen
+//!   again in a relist) reaches only the handlers whose resync period has elapsed. Periods follow
+//!   client-go's rules (1 s minimum, the informer's check period, nothing when the informer has no
+//!   resync).
+//! - A handler that joins a running informer first receives the whole cache as adds with
+//!   `is_in_initial_list = true`.
+//! - Each handler has its own buffer and delivery thread: a slow handler delays nobody else.
+//!   Buffers are ordered and lossless by default; [`BufferMode::Coalescing`] keeps at most one
+//!   pending notification per key (kcache only). A panicking handler is reported and goes on.
+//! - [`has_synced`](SharedIndexInformer::has_synced) means the first list reached the cache; a
+//!   registration's `has_synced` means it reached that handler (client-go only has the former
+//!   per registration since 1.27, and counts differently for late handlers).
+//!
+//! # Examples
+//! ```
+//! use kcache_core::{Object, ResourceVersion};
+//! use kcache_informer::{HandlerFuncs, SharedIndexInformer};
+//! use kcache_memory::{MemorySource, SetResourceVersion};
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//!
+//! #[derive(Clone, Debug)]
+//! struct Deployment { name: String, replicas: u32, rv: ResourceVersion }
+//! impl Object for Deployment {
+//!     fn namespace(&self) -> Option<&str> { Some("default") }
+//!     fn name(&self) -> &str { &self.name }
+//!     fn resource_version(&self) -> ResourceVersion { self.rv.clone() }
+//! }
+//! impl SetResourceVersion for Deployment {
+//!     fn set_resource_version(&mut self, rv: ResourceVersion) { self.rv = rv; }
+//! }
+//! let web = |replicas| Deployment { name: "web".into(), replicas, rv: ResourceVersion::default() };
+//!
+//! let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+//! runtime.block_on(async {
+//!     let source = MemorySource::<Deployment>::new();
+//!     source.create(web(1))?;
+//!
+//!     let informer = SharedIndexInformer::new(source.clone(), Duration::ZERO);
+//!     let (seen_tx, seen) = std::sync::mpsc::channel();
+//!     let seen_tx = std::sync::Mutex::new(seen_tx);
+//!     let registration = informer.add_event_handler(
+//!         HandlerFuncs::new()
+//!             .add_func(move |d: &Arc<Deployment>, initial| {
+//!                 let _ = seen_tx.lock().unwrap().send((d.replicas, initial));
+//!             }),
+//!     )?;
+//!
+//!     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+//!     let run = informer.run(async { let _ = stopped.await; });
+//!     let work = async {
+//!         assert!(informer.wait_for_cache_sync().await);
+//!         assert!(registration.synced().await); // this handler saw the initial list
+//!
+//!         // Read your own write: wait until the cache holds it.
+//!         let written = source.update(web(3))?;
+//!         informer.wait_for_resource_version(&written.rv).await?;
+//!         assert_eq!(informer.indexer().get_by_key("default/web").unwrap().replicas, 3);
+//!
+//!         let _ = stop.send(());
+//!         Ok::<_, Box<dyn std::error::Error>>(())
+//!     };
+//!     let (ran, worked) = tokio::join!(run, work);
+//!     ran?;
+//!     worked?;
+//!     assert_eq!(seen.recv()?, (1, true));
+//!     Ok::<_, Box<dyn std::error::Error>>(())
+//! })?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 mod apply;
 mod buffer;

@@ -241,7 +241,7 @@ async fn handlers_may_register_and_remove_handlers_from_their_callbacks() {
     let rec = Recorder::new();
     let abuser_calls = Recorder::new();
     let calls = abuser_calls.clone();
-    inf.add_event_handler(HandlerFuncs::new().on_add(move |p: &Arc<Pod>, initial| {
+    inf.add_event_handler(HandlerFuncs::new().add_func(move |p: &Arc<Pod>, initial| {
         if let Some(inf) = weak.upgrade() {
             if let Ok(reg) = inf.add_event_handler(HandlerFuncs::new()) {
                 m.fetch_add(1, Ordering::SeqCst);

@@ -79,14 +79,14 @@ async fn the_cache_is_written_before_handlers_hear_of_a_change() {
     let rec = Recorder::new();
     inf.add_event_handler(
         HandlerFuncs::new()
-            .on_add(move |p: &Arc<Pod>, _| {
+            .add_func(move |p: &Arc<Pod>, _| {
                 // The object may have moved on since, but it is cached (or already deleted
                 // after a later event: not in this test).
                 if c1.get_by_key(&p.key()).is_none() {
                     w1.store(true, Ordering::SeqCst);
                 }
             })
-            .on_delete(move |d| {
+            .delete_func(move |d| {
                 if c2.get_by_key(d.key()).is_some() {
                     w2.store(true, Ordering::SeqCst);
                 }
@@ -118,7 +118,7 @@ async fn a_late_handler_gets_a_replay_and_its_has_synced_waits_for_the_replay() 
     let rec = Recorder::new();
     let r = rec.clone();
     let reg = inf
-        .add_event_handler(HandlerFuncs::new().on_add(move |p: &Arc<Pod>, initial| {
+        .add_event_handler(HandlerFuncs::new().add_func(move |p: &Arc<Pod>, initial| {
             let (lock, cv) = &*g;
             let mut open = lock.lock().unwrap();
             while !*open {
@@ -222,7 +222,7 @@ async fn a_panicking_handler_is_isolated_and_its_notification_counts_as_delivere
     let survivor = Recorder::new();
     let s = survivor.clone();
     let panicky = inf
-        .add_event_handler(HandlerFuncs::new().on_add(move |p: &Arc<Pod>, initial| {
+        .add_event_handler(HandlerFuncs::new().add_func(move |p: &Arc<Pod>, initial| {
             assert!(p.name != "boom", "handler bug on purpose");
             use kcache_informer::ResourceEventHandler;
             s.on_add(p, initial);
@@ -447,15 +447,15 @@ async fn a_slow_coalescing_handler_holds_at_most_one_notification_per_key() {
     let reg = inf
         .add_event_handler_with_options(
             HandlerFuncs::new()
-                .on_add(move |p: &Arc<Pod>, i| {
+                .add_func(move |p: &Arc<Pod>, i| {
                     b1();
                     r1.on_add(p, i)
                 })
-                .on_update(move |o, n| {
+                .update_func(move |o, n| {
                     b2();
                     r2.on_update(o, n)
                 })
-                .on_delete(move |d| {
+                .delete_func(move |d| {
                     b3();
                     r3.on_delete(d)
                 }),
@@ -529,7 +529,7 @@ async fn an_ordered_buffer_keeps_every_notification_and_reports_its_backlog() {
     let reg = inf
         .add_event_handler(
             HandlerFuncs::new()
-                .on_add(move |_: &Arc<Pod>, _| {
+                .add_func(move |_: &Arc<Pod>, _| {
                     let _ = entered_tx.lock().unwrap().send(());
                     let (lock, cv) = &*g;
                     let mut open = lock.lock().unwrap();
@@ -537,7 +537,7 @@ async fn an_ordered_buffer_keeps_every_notification_and_reports_its_backlog() {
                         open = cv.wait(open).unwrap();
                     }
                 })
-                .on_update(move |o: &Arc<Pod>, n| {
+                .update_func(move |o: &Arc<Pod>, n| {
                     use kcache_informer::ResourceEventHandler;
                     r.on_update(o, n);
                 }),
