@@ -99,8 +99,10 @@
 
 mod apply;
 mod buffer;
+mod controller;
 mod error;
 mod event;
+mod factory;
 mod filtering;
 mod handler;
 mod informer;
@@ -122,8 +124,12 @@ mod sync;
 pub mod loom_support;
 
 pub use buffer::BufferMode;
+pub use controller::{
+    Action, Controller, ControllerBuilder, ControllerError, ControllerHandle, ControllerStats,
+};
 pub use error::{InformerError, ResourceVersionError, WaitError};
 pub use event::{DeletedObject, Event};
+pub use factory::{FactoryError, InformerFactory};
 pub use filtering::FilteringHandler;
 pub use handler::{HandlerFuncs, ResourceEventHandler};
 pub use informer::{SharedIndexInformer, WatchErrorHandler};

@@ -1,0 +1,268 @@
+//! `ControllerBuilder`: what a controller watches and how it retries.
+
+use super::enqueue::{EnqueueMapped, EnqueueOwn};
+use super::handle::Counters;
+use super::worker::Core;
+use super::{Controller, ControllerError, Remover};
+use crate::informer::SharedIndexInformer;
+use crate::registration::{HandlerOptions, HasSynced};
+use kcache_core::{Clock, Meta, ObjectKey, SystemClock};
+use kcache_reflector::ListWatcher;
+use kcache_workqueue::{
+    default_controller_rate_limiter_with_clock, MetricsProvider, QueueConfig, RateLimiter,
+    RateLimitingQueue,
+};
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+/// Registers one event handler on the controller's queue.
+type Source = Box<
+    dyn FnOnce(&RateLimitingQueue<ObjectKey>, &Arc<str>) -> Result<Registered, ControllerError>
+        + Send,
+>;
+
+/// A registered handler: what to wait for, and how to remove it.
+struct Registered {
+    synced: Arc<dyn HasSynced>,
+    remove: Remover,
+}
+
+/// Builds a [`Controller`]: its informers, workers, retries, rate limiter, metrics and clock.
+///
+/// # Examples
+/// ```
+/// use kcache_core::FakeClock;
+/// use kcache_informer::Controller;
+/// use kcache_workqueue::{ItemExponentialFailureRateLimiter, NoopMetricsProvider};
+/// use std::sync::Arc;
+/// use std::time::Duration;
+///
+/// let controller = Controller::builder("replicasets")
+///     .workers(4)
+///     .max_retries(15)
+///     .rate_limiter(ItemExponentialFailureRateLimiter::new(
+///         Duration::from_millis(5),
+///         Duration::from_secs(60),
+///     ))
+///     .metrics(Arc::new(NoopMetricsProvider))
+///     .build()?;
+/// assert_eq!(controller.name(), "replicasets");
+/// # Ok::<(), kcache_informer::ControllerError>(())
+/// ```
+pub struct ControllerBuilder {
+    name: String,
+    workers: usize,
+    max_retries: Option<usize>,
+    limiter: Option<Box<dyn RateLimiter<ObjectKey>>>,
+    metrics: Option<Arc<dyn MetricsProvider>>,
+    clock: Arc<dyn Clock>,
+    sources: Vec<Source>,
+    synced: Vec<Arc<dyn HasSynced>>,
+}
+
+impl ControllerBuilder {
+    /// One worker, unlimited retries, client-go's default controller rate limiter (per key 5 ms
+    /// doubling to 1000 s, at most 10 retries/s overall with a burst of 100), no metrics, the
+    /// system clock, nothing watched.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            workers: 1,
+            max_retries: None,
+            limiter: None,
+            metrics: None,
+            clock: Arc::new(SystemClock),
+            sources: Vec::new(),
+            synced: Vec::new(),
+        }
+    }
+
+    /// How many keys are reconciled at once (default 1; zero is refused by `build`).
+    #[must_use]
+    pub fn workers(mut self, workers: usize) -> Self {
+        self.workers = workers;
+        self
+    }
+
+    /// Drops a key (forget, report, count in [`ControllerStats::dropped`](super::ControllerStats))
+    /// once its reconcile failed `max` times in a row after retries; by default keys are retried
+    /// for ever. `max_retries(0)` never retries.
+    #[must_use]
+    pub fn max_retries(mut self, max: usize) -> Self {
+        self.max_retries = Some(max);
+        self
+    }
+
+    /// The rate limiter deciding when a failed key is retried (default: client-go's
+    /// `DefaultControllerRateLimiter` on the builder's clock).
+    #[must_use]
+    pub fn rate_limiter(mut self, limiter: impl RateLimiter<ObjectKey> + 'static) -> Self {
+        self.limiter = Some(Box::new(limiter));
+        self
+    }
+
+    /// The queue's metrics provider; the controller's name is the metrics' `name` label
+    /// (`workqueue_depth{name="…"}`, …).
+    #[must_use]
+    pub fn metrics(mut self, provider: Arc<dyn MetricsProvider>) -> Self {
+        self.metrics = Some(provider);
+        self
+    }
+
+    /// The clock of the queue's delays and of the default rate limiter (a
+    /// [`FakeClock`](kcache_core::FakeClock) in tests; a limiter passed to
+    /// [`rate_limiter`](Self::rate_limiter) keeps its own clock).
+    #[must_use]
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Reconciles the objects of `informer` themselves: every add, update and delete enqueues
+    /// the object's key (a deletion's key comes from the notification, tombstones included). The
+    /// workers wait until this handler has received the informer's initial list.
+    #[must_use]
+    pub fn watches<T, L, M>(mut self, informer: &Arc<SharedIndexInformer<T, L, M>>) -> Self
+    where
+        T: Send + Sync + 'static,
+        L: ListWatcher<T>,
+        M: Meta<T>,
+    {
+        let informer = informer.clone();
+        let source: Source = Box::new(move |queue, controller| {
+            let handler = EnqueueOwn::<M> {
+                queue: queue.clone(),
+                controller: controller.clone(),
+                _meta: PhantomData,
+            };
+            register(&informer, handler, controller)
+        });
+        self.sources.push(source);
+        self
+    }
+
+    /// Reconciles the keys `map` gives for the objects of `informer`: typically the owner of a
+    /// child object (`|pod| vec![pod.owner.clone()]`), but any mapping works. An update enqueues
+    /// the keys of both the old and the new state; a deletion maps the last known state (a
+    /// tombstone without one enqueues nothing). The workers wait until this handler has received
+    /// the informer's initial list.
+    #[doc(alias = "watches_with")]
+    #[must_use]
+    pub fn owns<T, L, M, F>(mut self, informer: &Arc<SharedIndexInformer<T, L, M>>, map: F) -> Self
+    where
+        T: Send + Sync + 'static,
+        L: ListWatcher<T>,
+        M: Meta<T>,
+        F: Fn(&T) -> Vec<ObjectKey> + Send + Sync + 'static,
+    {
+        let informer = informer.clone();
+        let source: Source = Box::new(move |queue, controller| {
+            let handler = EnqueueMapped {
+                queue: queue.clone(),
+                controller: controller.clone(),
+                map: Arc::new(map),
+            };
+            register(&informer, handler, controller)
+        });
+        self.sources.push(source);
+        self
+    }
+
+    /// Also waits for `synced` before the workers start: an informer the reconcile function only
+    /// reads from, say.
+    #[must_use]
+    pub fn wait_for(mut self, synced: Arc<dyn HasSynced>) -> Self {
+        self.synced.push(synced);
+        self
+    }
+
+    /// Creates the queue and registers the event handlers: from now on events become keys in the
+    /// queue. Start the workers with [`Controller::run`] or [`Controller::run_async`].
+    ///
+    /// # Errors
+    /// [`ControllerError::NoWorkers`] for zero workers; [`ControllerError::Register`] if an
+    /// informer refuses the handler (the ones already registered are removed again).
+    pub fn build(self) -> Result<Controller, ControllerError> {
+        if self.workers == 0 {
+            return Err(ControllerError::NoWorkers);
+        }
+        let name: Arc<str> = Arc::from(self.name.as_str());
+        let mut config = QueueConfig::new()
+            .name(self.name.clone())
+            .clock(self.clock.clone());
+        if let Some(provider) = self.metrics {
+            config = config.metrics_provider(provider);
+        }
+        let limiter = self
+            .limiter
+            .unwrap_or_else(|| Box::new(default_controller_rate_limiter_with_clock(self.clock)));
+        let queue = RateLimitingQueue::with_config(limiter, config);
+        let mut synced = Vec::with_capacity(self.sources.len() + self.synced.len());
+        let mut removers: Vec<Remover> = Vec::with_capacity(self.sources.len());
+        for source in self.sources {
+            match source(&queue, &name) {
+                Ok(r) => {
+                    synced.push(r.synced);
+                    removers.push(r.remove);
+                }
+                Err(e) => {
+                    for remove in &removers {
+                        remove();
+                    }
+                    queue.shut_down();
+                    return Err(e);
+                }
+            }
+        }
+        synced.extend(self.synced);
+        Ok(Controller {
+            core: Arc::new(Core {
+                name,
+                queue,
+                max_retries: self.max_retries,
+                counters: Counters::default(),
+            }),
+            workers: self.workers,
+            synced,
+            removers,
+        })
+    }
+}
+
+fn register<T, L, M>(
+    informer: &SharedIndexInformer<T, L, M>,
+    handler: impl crate::ResourceEventHandler<T>,
+    controller: &str,
+) -> Result<Registered, ControllerError>
+where
+    T: Send + Sync + 'static,
+    L: ListWatcher<T>,
+    M: Meta<T>,
+{
+    let options = HandlerOptions::new().name(format!("{controller}-{}", informer.name()));
+    let registration = informer
+        .add_event_handler_with_options(handler, options)
+        .map_err(|source| ControllerError::Register {
+            informer: informer.name().to_owned(),
+            source,
+        })?;
+    let remove = registration.clone();
+    Ok(Registered {
+        synced: Arc::new(registration),
+        remove: Box::new(move || {
+            remove.remove();
+        }),
+    })
+}
+
+impl fmt::Debug for ControllerBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ControllerBuilder")
+            .field("name", &self.name)
+            .field("workers", &self.workers)
+            .field("max_retries", &self.max_retries)
+            .field("watched", &self.sources.len())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,224 @@
+//! The workers: the start gate (opened once every cache has synced), the worker loops (threads
+//! and tasks), and what happens to a key after its reconcile.
+
+use super::handle::Counters;
+use super::Action;
+use crate::registration::{wait_for_cache_sync, HasSynced};
+use futures::future::{select, Either};
+use futures::FutureExt;
+use kcache_core::ObjectKey;
+use kcache_workqueue::RateLimitingQueue;
+use std::any::Any;
+use std::fmt;
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::pin;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use tokio::sync::watch;
+
+/// What the workers of one controller share.
+pub(crate) struct Core {
+    pub(crate) name: Arc<str>,
+    pub(crate) queue: RateLimitingQueue<ObjectKey>,
+    pub(crate) max_retries: Option<usize>,
+    pub(crate) counters: Counters,
+}
+
+/// Whether the workers may start: `Waiting` for the caches, `Open` once they synced, `Closed` if
+/// the controller stopped (or a cache stopped) first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GateState {
+    Waiting,
+    Open,
+    Closed,
+}
+
+/// The start gate, shared by the sync waiter (which opens or closes it) and the workers.
+#[derive(Clone)]
+pub(crate) struct Gate(Arc<watch::Sender<GateState>>);
+
+impl Gate {
+    pub(crate) fn new() -> Self {
+        Self(Arc::new(watch::Sender::new(GateState::Waiting)))
+    }
+
+    /// Opens the gate unless it was closed.
+    fn open(&self) {
+        self.0.send_if_modified(|s| {
+            let changed = *s == GateState::Waiting;
+            if changed {
+                *s = GateState::Open;
+            }
+            changed
+        });
+    }
+
+    /// Closes the gate unless it was opened.
+    pub(crate) fn close(&self) {
+        self.0.send_if_modified(|s| {
+            let changed = *s == GateState::Waiting;
+            if changed {
+                *s = GateState::Closed;
+            }
+            changed
+        });
+    }
+
+    pub(crate) fn state(&self) -> GateState {
+        *self.0.borrow()
+    }
+
+    /// Waits until the gate is open (`true`) or closed (`false`).
+    pub(crate) async fn decided(&self) -> bool {
+        let mut rx = self.0.subscribe();
+        let decided = rx.wait_for(|s| *s != GateState::Waiting).await;
+        matches!(decided.as_deref(), Ok(GateState::Open))
+    }
+}
+
+/// Waits for every cache, or for the stop signal; then opens or closes the gate.
+pub(crate) async fn sync_task(
+    core: Arc<Core>,
+    synced: Vec<Arc<dyn HasSynced>>,
+    gate: Gate,
+    mut stop: watch::Receiver<bool>,
+) {
+    let items: Vec<&dyn HasSynced> = synced.iter().map(|s| s.as_ref()).collect();
+    let synced = pin!(wait_for_cache_sync(&items));
+    let stopped = pin!(stop.wait_for(|s| *s));
+    match select(synced, stopped).await {
+        Either::Left((true, _)) => {
+            tracing::info!(controller = %core.name, "caches synced, starting workers");
+            gate.open();
+        }
+        Either::Left((false, _)) => {
+            tracing::error!(controller = %core.name, "a watched informer stopped before it synced; the workers will not start");
+            gate.close();
+        }
+        Either::Right(_) => gate.close(),
+    }
+}
+
+pub(crate) fn spawn_sync_thread(
+    core: &Arc<Core>,
+    synced: Vec<Arc<dyn HasSynced>>,
+    gate: &Gate,
+    stop: &watch::Sender<bool>,
+) -> std::io::Result<JoinHandle<()>> {
+    let task = sync_task(core.clone(), synced, gate.clone(), stop.subscribe());
+    std::thread::Builder::new()
+        .name(format!("{}-sync", core.name))
+        .spawn(move || futures::executor::block_on(task))
+}
+
+pub(crate) fn spawn_worker_thread<F, E>(
+    core: &Arc<Core>,
+    index: usize,
+    gate: &Gate,
+    reconcile: Arc<F>,
+) -> std::io::Result<JoinHandle<()>>
+where
+    F: Fn(&ObjectKey) -> Result<Action, E> + Send + Sync + 'static,
+    E: fmt::Display,
+{
+    let (core, gate) = (core.clone(), gate.clone());
+    std::thread::Builder::new()
+        .name(format!("{}-worker-{index}", core.name))
+        .spawn(move || {
+            if !futures::executor::block_on(gate.decided()) {
+                return;
+            }
+            while let Some(key) = core.queue.get() {
+                let outcome = catch_unwind(AssertUnwindSafe(|| reconcile(&key)));
+                core.finish(&key, outcome);
+            }
+        })
+}
+
+pub(crate) async fn worker_task<F, Fut, E>(core: Arc<Core>, gate: Gate, reconcile: Arc<F>)
+where
+    F: Fn(ObjectKey) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Action, E>> + Send + 'static,
+    E: fmt::Display + Send + 'static,
+{
+    if !gate.decided().await {
+        return;
+    }
+    while let Some(key) = core.queue.get_async().await {
+        // The call itself runs inside the caught future, so a panic before its first await is
+        // caught too.
+        let call = async { reconcile(key.clone()).await };
+        let outcome = AssertUnwindSafe(call).catch_unwind().await;
+        core.finish(&key, outcome);
+    }
+}
+
+impl Core {
+    /// Applies a reconcile's outcome to the queue, marks the key done, then counts the call (so
+    /// a waiter on the counters sees the queue already updated).
+    pub(crate) fn finish<E: fmt::Display>(
+        &self,
+        key: &ObjectKey,
+        outcome: Result<Result<Action, E>, Box<dyn Any + Send>>,
+    ) {
+        let c = &self.counters;
+        match outcome {
+            Ok(Ok(Action::Done)) => {
+                c.successes.inc();
+                self.queue.forget(key);
+            }
+            Ok(Ok(Action::RequeueAfter(delay))) => {
+                c.successes.inc();
+                c.requeues_after.inc();
+                self.queue.forget(key);
+                self.queue.add_after(key.clone(), delay);
+            }
+            Ok(Err(error)) => {
+                c.errors.inc();
+                self.retry(key, &error);
+            }
+            Err(panic) => {
+                c.panics.inc();
+                self.retry(key, &PanicMessage(panic.as_ref()));
+            }
+        }
+        if self.queue.done(key).is_err() {
+            // Unreachable: the key came from `get` and is done exactly once.
+            tracing::error!(controller = %self.name, %key, "key was not being processed");
+        }
+        c.finished();
+    }
+
+    /// Retries `key` through the rate limiter, or drops it after `max_retries`.
+    fn retry(&self, key: &ObjectKey, error: &dyn fmt::Display) {
+        let retries = self.queue.num_requeues(key);
+        match self.max_retries {
+            Some(max) if retries >= max => {
+                self.counters.dropped.inc();
+                self.queue.forget(key);
+                tracing::error!(controller = %self.name, %key, retries, %error, "reconcile failed; dropping the key after too many retries");
+            }
+            _ => {
+                self.counters.retries.inc();
+                tracing::warn!(controller = %self.name, %key, retries, %error, "reconcile failed; retrying with backoff");
+                self.queue.add_rate_limited(key.clone());
+            }
+        }
+    }
+}
+
+/// A caught panic's payload, displayed as its message when it has one.
+struct PanicMessage<'a>(&'a (dyn Any + Send));
+
+impl fmt::Display for PanicMessage<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(s) = self.0.downcast_ref::<&str>() {
+            write!(f, "reconcile panicked: {s}")
+        } else if let Some(s) = self.0.downcast_ref::<String>() {
+            write!(f, "reconcile panicked: {s}")
+        } else {
+            f.write_str("reconcile panicked")
+        }
+    }
+}
