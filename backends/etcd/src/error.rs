@@ -143,16 +143,24 @@ fn current_suffix(rev: Option<i64>) -> String {
     rev.map(|r| format!(" ({r})")).unwrap_or_default()
 }
 
+/// At most this many skipped values are described in the error's message (all are in the error).
+const MALFORMED_SHOWN: usize = 5;
+
 fn malformed_summary(values: &[MalformedValue]) -> String {
-    match values {
-        [] => "no malformed values".to_owned(),
-        [one] => format!("skipped 1 malformed value: {}", Detail(one)),
-        [first, rest @ ..] => format!(
-            "skipped {} malformed values; first: {}",
-            rest.len() + 1,
-            Detail(first)
-        ),
+    let mut msg = match values.len() {
+        1 => "skipped 1 malformed value: ".to_owned(),
+        n => format!("skipped {n} malformed values: "),
+    };
+    for (i, v) in values.iter().take(MALFORMED_SHOWN).enumerate() {
+        if i > 0 {
+            msg.push_str("; ");
+        }
+        msg.push_str(&Detail(v).to_string());
     }
+    if values.len() > MALFORMED_SHOWN {
+        msg.push_str(&format!("; and {} more", values.len() - MALFORMED_SHOWN));
+    }
+    msg
 }
 
 struct Detail<'a>(&'a MalformedValue);

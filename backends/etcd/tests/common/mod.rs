@@ -436,3 +436,77 @@ impl Drop for OwnEtcd {
         let _ = std::fs::remove_file(self.dir.with_extension("log"));
     }
 }
+
+/// What a reflector's watch-error hook saw: (kind, message) per error.
+#[derive(Default, Clone)]
+pub struct Reports(Arc<Mutex<Vec<(kcache_reflector::ErrorKind, String)>>>);
+
+impl Reports {
+    pub fn hook(
+        &self,
+    ) -> impl Fn(&kcache_reflector::ReflectorError<kcache_etcd::EtcdError, std::convert::Infallible>)
+           + Send
+           + Sync
+           + 'static {
+        use kcache_reflector::{BackendError, ErrorKind, ReflectorError};
+        let me = self.clone();
+        move |e| {
+            let (kind, backend) = match e {
+                ReflectorError::List(b)
+                | ReflectorError::WatchOpen(b)
+                | ReflectorError::Watch(b) => (b.kind(), Some(b)),
+                _ => (ErrorKind::Other, None),
+            };
+            let text = match backend {
+                Some(b) => format!("{e}: {b}"),
+                None => e.to_string(),
+            };
+            me.0.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push((kind, text));
+        }
+    }
+    pub fn all(&self) -> Vec<(kcache_reflector::ErrorKind, String)> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+    pub fn any(&self, kind: kcache_reflector::ErrorKind, needle: &str) -> bool {
+        self.all()
+            .iter()
+            .any(|(k, t)| *k == kind && t.contains(needle))
+    }
+}
+
+/// Backoff for tests: client-go's shape, shorter.
+pub fn quick_backoff() -> kcache_reflector::BackoffConfig {
+    kcache_reflector::BackoffConfig {
+        initial: Duration::from_millis(100),
+        factor: 2.0,
+        jitter: 0.5,
+        cap: Duration::from_secs(2),
+        reset_after: Duration::from_secs(60),
+    }
+}
+
+/// Waits until the store holds exactly the decodable state of etcd under `prefix`.
+pub async fn converge(store: &TestStore, client: &Client, prefix: &str, limit: Duration) {
+    let clock = SystemClock;
+    let deadline = clock.now() + limit;
+    loop {
+        let (raw, _) = raw_state(client, prefix, None).await;
+        let want = expected(&raw);
+        let got = store.snapshot();
+        if got == want {
+            return;
+        }
+        if clock.now() >= deadline {
+            let missing = want.iter().filter(|(k, v)| got.get(*k) != Some(v)).count();
+            let extra = got.keys().filter(|k| !want.contains_key(*k)).count();
+            panic!(
+                "store did not converge within {limit:?}: {} in store, {} in etcd, {missing} missing or stale, {extra} extra",
+                got.len(),
+                want.len()
+            );
+        }
+        clock.sleep_async(Duration::from_millis(200)).await;
+    }
+}
