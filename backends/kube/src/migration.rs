@@ -1,0 +1,1 @@
+//! Coming from kube-runtime (TODO).
