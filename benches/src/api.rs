@@ -166,3 +166,65 @@ impl<T, Q: DelayQueue<T>, L: RateLimiter<T> + 'static> RetryQueue<T> for Retryin
         self.limiter.num_requeues(item)
     }
 }
+
+/// An indexed object cache as the store workloads use it (i1): kcache's
+/// [`Indexer`](kcache_indexer::Indexer) and the [`NaiveStore`](crate::naive::NaiveStore).
+pub trait IndexedStore<T> {
+    /// Adds `obj`.
+    ///
+    /// # Errors
+    /// The store's error as a message.
+    fn add(&self, obj: Arc<T>) -> Result<(), String>;
+    /// Replaces the object with `obj`'s key by `obj`.
+    ///
+    /// # Errors
+    /// The store's error as a message.
+    fn update(&self, obj: Arc<T>) -> Result<(), String>;
+    /// The objects whose index `name` has `value`.
+    ///
+    /// # Errors
+    /// An unknown index, as a message.
+    fn by_index(&self, name: &str, value: &str) -> Result<Vec<Arc<T>>, String>;
+    /// Every object.
+    fn list(&self) -> Vec<Arc<T>>;
+    /// Number of objects.
+    fn len(&self) -> usize;
+}
+
+impl<T: Send + Sync, M: kcache_core::Meta<T>> IndexedStore<T> for kcache_indexer::Indexer<T, M> {
+    fn add(&self, obj: Arc<T>) -> Result<(), String> {
+        kcache_indexer::Indexer::add(self, obj).map_err(|e| e.to_string())
+    }
+    fn update(&self, obj: Arc<T>) -> Result<(), String> {
+        kcache_indexer::Indexer::update(self, obj).map_err(|e| e.to_string())
+    }
+    fn by_index(&self, name: &str, value: &str) -> Result<Vec<Arc<T>>, String> {
+        kcache_indexer::Indexer::by_index(self, name, value).map_err(|e| e.to_string())
+    }
+    fn list(&self) -> Vec<Arc<T>> {
+        kcache_indexer::Indexer::list(self)
+    }
+    fn len(&self) -> usize {
+        kcache_indexer::Indexer::len(self)
+    }
+}
+
+impl<T> IndexedStore<T> for crate::naive::NaiveStore<T> {
+    fn add(&self, obj: Arc<T>) -> Result<(), String> {
+        crate::naive::NaiveStore::add(self, obj);
+        Ok(())
+    }
+    fn update(&self, obj: Arc<T>) -> Result<(), String> {
+        crate::naive::NaiveStore::update(self, obj);
+        Ok(())
+    }
+    fn by_index(&self, name: &str, value: &str) -> Result<Vec<Arc<T>>, String> {
+        Ok(crate::naive::NaiveStore::by_index(self, name, value))
+    }
+    fn list(&self) -> Vec<Arc<T>> {
+        crate::naive::NaiveStore::list(self)
+    }
+    fn len(&self) -> usize {
+        crate::naive::NaiveStore::len(self)
+    }
+}

@@ -1,0 +1,101 @@
+//! f1: a DeltaFifo (relists emit `Replaced`, no known objects) takes a relist of 100,000
+//! ConfigMaps and gives them out, then carries 1,000,000 updates on 10,000 keys to a consumer.
+//!
+//! Only kcache runs it: kube-runtime has no DeltaFifo (its reflector applies watch events to its
+//! store directly) and the workload compares with client-go's figures.
+
+use super::{check, join, nanos, now, unknown_impl, Metrics, Workload};
+use crate::objects::{initial, ConfigMapMeta, OBJECTS};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kcache_deltafifo::{DeltaFifo, DeltaFifoOptions, PopError};
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::thread;
+
+const HOT_KEYS: usize = 10_000;
+const UPDATES: usize = 1_000_000;
+
+pub(super) const WORKLOAD: Workload = Workload {
+    name: "f1",
+    headline: "replace_ns_per_object",
+    impls: &["kcache"],
+    about: "DeltaFifo: replace 100,000 ConfigMaps, pop all, then 1,000,000 updates on 10,000 keys",
+    run,
+};
+
+type Fifo = DeltaFifo<ConfigMap, ConfigMapMeta>;
+
+fn run(_: &str, name: &str) -> Result<Metrics, String> {
+    match name {
+        "kcache" => drive(),
+        _ => Err(unknown_impl("f1", name)),
+    }
+}
+
+fn drive() -> Result<Metrics, String> {
+    let fifo: Arc<Fifo> = Arc::new(DeltaFifo::with_options(
+        DeltaFifoOptions::new().emit_delta_type_replaced(true),
+    ));
+    let all: Vec<Arc<ConfigMap>> = (0..OBJECTS).map(|i| Arc::new(initial(i))).collect();
+    let upd: Vec<Arc<ConfigMap>> = (0..HOT_KEYS).map(|j| Arc::new(initial(j))).collect();
+
+    let start = now();
+    fifo.replace(all, "1".into()).map_err(|e| e.to_string())?;
+    let replace = nanos(start, now());
+
+    let mut initial_pops = 0usize;
+    let start = now();
+    loop {
+        match fifo.pop(|_, _| Ok::<_, Infallible>(())) {
+            Ok(()) => initial_pops += 1,
+            Err(e) => return Err(format!("f1: initial pop failed: {e}")),
+        }
+        if fifo.is_empty() {
+            break;
+        }
+    }
+    let pop = nanos(start, now());
+    check(initial_pops == OBJECTS, || {
+        format!("f1: {initial_pops} initial pops")
+    })?;
+    check(fifo.has_synced(), || {
+        "f1: not synced after popping the relist".into()
+    })?;
+
+    let start = now();
+    let consumer = {
+        let fifo = fifo.clone();
+        thread::spawn(move || {
+            let (mut pops, mut deltas) = (0u64, 0u64);
+            loop {
+                match fifo.pop(|d, _| Ok::<_, Infallible>(d.len())) {
+                    Ok(n) => {
+                        pops += 1;
+                        deltas += n as u64;
+                    }
+                    Err(PopError::Closed) => return Ok((pops, deltas)),
+                    Err(e) => return Err(format!("f1: pop failed: {e}")),
+                }
+            }
+        })
+    };
+    for i in 0..UPDATES {
+        fifo.update(upd[i % HOT_KEYS].clone())
+            .map_err(|e| e.to_string())?;
+    }
+    fifo.close();
+    let (pops, deltas) = join(consumer)??;
+    let wall = nanos(start, now());
+    check(deltas == UPDATES as u64, || {
+        format!("f1: {deltas} deltas delivered, expected {UPDATES}")
+    })?;
+
+    Ok(vec![
+        ("replace_ns_per_object", replace / OBJECTS as f64),
+        ("pop_ns", pop / OBJECTS as f64),
+        ("update_ns", wall / UPDATES as f64),
+        ("update_wall_ms", wall / 1e6),
+        ("pops", pops as f64),
+        ("deltas_per_pop", deltas as f64 / pops as f64),
+    ])
+}
