@@ -211,8 +211,7 @@ async fn lists_at_a_revision_and_classifies_bad_versions() {
                 ..ListOptions::default()
             })
             .await
-            .err()
-            .expect("a future revision fails");
+            .expect_err("a future revision fails");
         assert_eq!(
             err.kind(),
             ErrorKind::TooLargeResourceVersion,
@@ -227,8 +226,7 @@ async fn lists_at_a_revision_and_classifies_bad_versions() {
             ..ListOptions::default()
         })
         .await
-        .err()
-        .expect("bad version");
+        .expect_err("bad version");
     assert!(matches!(err, EtcdError::InvalidResourceVersion(_)));
     assert_eq!(err.kind(), ErrorKind::Other);
     let err = lw
@@ -238,8 +236,7 @@ async fn lists_at_a_revision_and_classifies_bad_versions() {
             ..ListOptions::default()
         })
         .await
-        .err()
-        .expect("foreign token");
+        .expect_err("foreign token");
     assert!(matches!(err, EtcdError::InvalidContinueToken(_)));
 }
 
@@ -386,8 +383,7 @@ async fn writer_creates_updates_with_optimistic_concurrency_and_deletes() {
     let err = writer
         .create(&item("ns", "a", 5))
         .await
-        .err()
-        .expect("exists");
+        .expect_err("exists");
     assert!(matches!(err, EtcdError::AlreadyExists { .. }), "{err}");
 
     let mut a2 = a.clone();
@@ -407,8 +403,7 @@ async fn writer_creates_updates_with_optimistic_concurrency_and_deletes() {
     let err = writer
         .update(&item("ns", "a", 4))
         .await
-        .err()
-        .expect("no version");
+        .expect_err("no version");
     assert!(matches!(err, EtcdError::InvalidResourceVersion(_)));
 
     let key = ObjectKey::namespaced("ns", "a").expect("key");
@@ -419,8 +414,7 @@ async fn writer_creates_updates_with_optimistic_concurrency_and_deletes() {
     let err = writer
         .delete_at(&key, &a.rv)
         .await
-        .err()
-        .expect("stale delete");
+        .expect_err("stale delete");
     assert!(matches!(err, EtcdError::Conflict { .. }));
     writer
         .delete_at(&key, &a2.rv)

@@ -59,8 +59,7 @@ async fn compaction_shows_as_expired_in_both_shapes() {
             ..ListOptions::default()
         })
         .await
-        .err()
-        .expect("list at a compacted revision fails");
+        .expect_err("list at a compacted revision fails");
     assert!(matches!(err, EtcdError::Compacted { .. }), "{err}");
     assert_eq!(err.kind(), ErrorKind::Expired);
 
