@@ -97,24 +97,35 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+// Loom builds keep only the dispatch core (see Cargo.toml); the rest of it is unused there.
+#![cfg_attr(kcache_loom, allow(dead_code, unused_imports))]
+
+#[cfg(not(kcache_loom))]
 mod apply;
 mod buffer;
+#[cfg(not(kcache_loom))]
 mod controller;
 mod error;
 mod event;
+#[cfg(not(kcache_loom))]
 mod factory;
 mod filtering;
 mod handler;
+#[cfg(not(kcache_loom))]
 mod informer;
 mod listener;
 mod metrics;
 mod options;
 mod processor;
+#[cfg(not(kcache_loom))]
 mod reader;
 mod registration;
 mod resync;
+#[cfg(not(kcache_loom))]
 mod run;
+#[cfg(not(kcache_loom))]
 mod shared;
+#[cfg(not(kcache_loom))]
 mod sink;
 mod stream;
 mod sync;
@@ -124,17 +135,21 @@ mod sync;
 pub mod loom_support;
 
 pub use buffer::BufferMode;
+#[cfg(not(kcache_loom))]
 pub use controller::{
     Action, Controller, ControllerBuilder, ControllerError, ControllerHandle, ControllerStats,
 };
 pub use error::{InformerError, ResourceVersionError, WaitError};
 pub use event::{DeletedObject, Event};
+#[cfg(not(kcache_loom))]
 pub use factory::{FactoryError, InformerFactory};
 pub use filtering::FilteringHandler;
 pub use handler::{HandlerFuncs, ResourceEventHandler};
+#[cfg(not(kcache_loom))]
 pub use informer::{SharedIndexInformer, WatchErrorHandler};
 pub use metrics::{GaugeMetric, HistogramMetric, InformerMetricsProvider};
 pub use options::InformerOptions;
+#[cfg(not(kcache_loom))]
 pub use reader::CacheReader;
 pub use registration::{wait_for_cache_sync, HandlerOptions, HandlerRegistration, HasSynced};
 pub use stream::EventStream;

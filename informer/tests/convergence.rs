@@ -106,8 +106,11 @@ async fn one_seed(seed: u64) -> (usize, u64) {
         steps += 1;
         assert!(
             steps < 2000,
-            "seed {seed}: no convergence; cache {:?}, source {want:?}",
-            cache_view(inf.indexer().list())
+            "seed {seed}: no convergence; source {want:?}\ncache {:?}\nordered {:?}\ncoalescing {:?}\nlate {:?}",
+            cache_view(inf.indexer().list()),
+            ordered.view(),
+            coalescing.view(),
+            late.view(),
         );
         let reached = tokio::time::timeout(
             Duration::from_millis(5),
@@ -126,7 +129,17 @@ async fn one_seed(seed: u64) -> (usize, u64) {
         if !reached {
             clock.advance(Duration::from_secs(5));
         } else {
-            tokio::task::yield_now().await;
+            // The cache is there; give the handlers' threads a moment (a bounded wait on their
+            // notifications, not a sleep).
+            let counts = (ordered.len(), coalescing.len(), late.len());
+            let _ = tokio::time::timeout(Duration::from_millis(5), async {
+                tokio::join!(
+                    ordered.wait_for_quiet(counts.0 + 1),
+                    coalescing.wait_for_quiet(counts.1 + 1),
+                    late.wait_for_quiet(counts.2 + 1)
+                )
+            })
+            .await;
         }
     }
     // Its view is complete; its last call may still be returning.
