@@ -1,55 +1,60 @@
-//! Command-line flags, parsed by hand (the demo has no dependencies beyond kcache).
+//! Command-line flags, parsed by hand.
 
 use std::fmt;
 
 pub(crate) const USAGE: &str = "\
-usage: kcache-demo [--jobs N] [--workers W] [--fail-rate P] [--seed S] [--max-retries R] [--work-us U]
+usage: kcache-demo [--sets N] [--max-replicas R] [--workers W] [--duration-secs D] [--seed S]
+                   [--chaos] [--quiet]
 
-N workers take jobs from a kcache RateLimitingQueue. A job fails with probability P (decided by a
-seeded splitmix64 PRNG, so a seed always gives the same outcomes); a failed job is retried through
-the per-item exponential rate limiter (1 ms doubling up to 1 s) until it succeeds or has been
-retried R times, after which it is dropped. A summary of retries and queue metrics ends the run.
+A ReplicaSet controller on kcache's in-memory source. Two shared informers (sets; pods with an
+owner index) feed a Controller whose W workers create and delete pods until every set has its
+desired replica count, and delete the pods of deleted sets. For D seconds a seeded \"user\" keeps
+scaling, deleting and creating sets; then the demo waits for the world to converge, checks it
+against the source, and prints a report.
 
 options:
-  --jobs N          jobs to process, at most 10000000        (default 2000)
-  --workers W       worker threads, 1..=1024                 (default 4)
-  --fail-rate P     probability that an attempt fails, 0..=1 (default 0.3)
-  --seed S          PRNG seed                                (default 1)
-  --max-retries R   retries before a job is dropped          (default 5)
-  --work-us U       mean simulated work per attempt in µs,   (default 100)
-                    uniform in 0..=2U, U at most 1000000
-  -h, --help        print this help
+  --sets N           sets at the start, 1..=100000          (default 100)
+  --max-replicas R   desired replicas are drawn in 0..=R,    (default 8)
+                     R at most 1000
+  --workers W        reconcile workers, 1..=1024             (default 4)
+  --duration-secs D  how long the user keeps changing sets,  (default 10)
+                     0..=3600
+  --seed S           seed of the user's (and the chaos') choices (default 1)
+  --chaos            also delete random pods, and inject watch/list faults (errors, cut and
+                     duplicated watches, delays) until the user stops
+  --quiet            no progress bar (for CI logs)
+  -h, --help         print this help
 
-Exit status: 0 when every job ended (succeeded or dropped) and all counts agree, 1 when they do
-not, 2 for bad flags.";
+Exit status: 0 when the world converged (every set has exactly its desired pods, no pod is
+orphaned), 1 when it did not, 2 for bad flags.";
 
-/// The most jobs a run takes (the demo keeps a few bytes per job).
-pub(crate) const MAX_JOBS: u64 = 10_000_000;
-/// The most worker threads a run starts.
-pub(crate) const MAX_WORKERS: usize = 1024;
-/// The longest mean simulated work (1 s).
-pub(crate) const MAX_WORK_US: u64 = 1_000_000;
+const MAX_SETS: usize = 100_000;
+const MAX_REPLICAS: u32 = 1000;
+const MAX_WORKERS: usize = 1024;
+const MAX_DURATION_SECS: u64 = 3600;
 
 /// The demo's settings.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Args {
-    pub(crate) jobs: u64,
+    pub(crate) sets: usize,
+    pub(crate) max_replicas: u32,
     pub(crate) workers: usize,
-    pub(crate) fail_rate: f64,
+    pub(crate) duration_secs: u64,
     pub(crate) seed: u64,
-    pub(crate) max_retries: u32,
-    pub(crate) work_us: u64,
+    pub(crate) chaos: bool,
+    pub(crate) quiet: bool,
 }
 
 impl Default for Args {
     fn default() -> Self {
         Self {
-            jobs: 2000,
+            sets: 100,
+            max_replicas: 8,
             workers: 4,
-            fail_rate: 0.3,
+            duration_secs: 10,
             seed: 1,
-            max_retries: 5,
-            work_us: 100,
+            chaos: false,
+            quiet: false,
         }
     }
 }
@@ -76,20 +81,28 @@ pub(crate) fn parse(flags: impl IntoIterator<Item = String>) -> Result<Command, 
     let mut args = Args::default();
     let mut flags = flags.into_iter();
     while let Some(flag) = flags.next() {
-        if flag == "-h" || flag == "--help" {
-            return Ok(Command::Help);
+        match flag.as_str() {
+            "-h" | "--help" => return Ok(Command::Help),
+            "--chaos" => {
+                args.chaos = true;
+                continue;
+            }
+            "--quiet" => {
+                args.quiet = true;
+                continue;
+            }
+            _ => {}
         }
         let (name, inline) = match flag.split_once('=') {
             Some((name, value)) => (name.to_string(), Some(value.to_string())),
             None => (flag, None),
         };
         let known = [
-            "--jobs",
+            "--sets",
+            "--max-replicas",
             "--workers",
-            "--fail-rate",
+            "--duration-secs",
             "--seed",
-            "--max-retries",
-            "--work-us",
         ];
         if !known.contains(&name.as_str()) {
             return Err(UsageError(format!("unknown flag `{name}`")));
@@ -99,49 +112,31 @@ pub(crate) fn parse(flags: impl IntoIterator<Item = String>) -> Result<Command, 
             None => return Err(UsageError(format!("`{name}` needs a value"))),
         };
         match name.as_str() {
-            "--jobs" => {
-                args.jobs = number(&name, &value)?;
-                if args.jobs > MAX_JOBS {
-                    return Err(UsageError(format!("`--jobs` can be at most {MAX_JOBS}")));
-                }
-            }
-            "--workers" => {
-                args.workers = number(&name, &value)?;
-                if !(1..=MAX_WORKERS).contains(&args.workers) {
-                    return Err(UsageError(format!(
-                        "`--workers` must be between 1 and {MAX_WORKERS}, got `{value}`"
-                    )));
-                }
-            }
-            "--fail-rate" => {
-                args.fail_rate = number(&name, &value)?;
-                if !(0.0..=1.0).contains(&args.fail_rate) {
-                    return Err(UsageError(format!(
-                        "`--fail-rate` must be between 0 and 1, got `{value}`"
-                    )));
-                }
-            }
-            "--seed" => args.seed = number(&name, &value)?,
-            "--max-retries" => args.max_retries = number(&name, &value)?,
-            _ => {
-                args.work_us = number(&name, &value)?;
-                if args.work_us > MAX_WORK_US {
-                    return Err(UsageError(format!(
-                        "`--work-us` can be at most {MAX_WORK_US}"
-                    )));
-                }
-            }
+            "--sets" => args.sets = ranged(&name, &value, 1, MAX_SETS)?,
+            "--max-replicas" => args.max_replicas = ranged(&name, &value, 0, MAX_REPLICAS)?,
+            "--workers" => args.workers = ranged(&name, &value, 1, MAX_WORKERS)?,
+            "--duration-secs" => args.duration_secs = ranged(&name, &value, 0, MAX_DURATION_SECS)?,
+            _ => args.seed = ranged(&name, &value, 0, u64::MAX)?,
         }
     }
     Ok(Command::Run(args))
 }
 
-fn number<N: std::str::FromStr>(name: &str, value: &str) -> Result<N, UsageError> {
-    value.parse().map_err(|_| {
+fn ranged<N>(name: &str, value: &str, min: N, max: N) -> Result<N, UsageError>
+where
+    N: std::str::FromStr + PartialOrd + fmt::Display,
+{
+    let n: N = value.parse().map_err(|_| {
         UsageError(format!(
             "`{name}` got `{value}`, which is not a valid number"
         ))
-    })
+    })?;
+    if n < min || n > max {
+        return Err(UsageError(format!(
+            "`{name}` must be between {min} and {max}, got `{value}`"
+        )));
+    }
+    Ok(n)
 }
 
 #[cfg(test)]
@@ -158,21 +153,27 @@ mod tests {
     }
 
     #[test]
-    fn both_flag_forms_are_accepted() {
+    fn both_flag_forms_and_switches_are_accepted() {
         let parsed = run(&[
-            "--jobs",
+            "--sets",
             "10",
             "--workers=2",
-            "--fail-rate",
-            "0.5",
+            "--max-replicas",
+            "3",
             "--seed=7",
+            "--duration-secs",
+            "0",
+            "--chaos",
+            "--quiet",
         ]);
         let expected = Args {
-            jobs: 10,
+            sets: 10,
             workers: 2,
-            fail_rate: 0.5,
+            max_replicas: 3,
             seed: 7,
-            ..Args::default()
+            duration_secs: 0,
+            chaos: true,
+            quiet: true,
         };
         assert_eq!(parsed, Ok(Command::Run(expected)));
     }
@@ -180,18 +181,19 @@ mod tests {
     #[test]
     fn bad_flags_are_usage_errors_not_panics() {
         for flags in [
-            &["--jobs"][..],
-            &["--jobs", "many"],
-            &["--jobs", "-1"],
-            &["--jobs", "10000001"],
+            &["--sets"][..],
+            &["--sets", "many"],
+            &["--sets", "0"],
+            &["--sets", "-1"],
+            &["--sets", "100001"],
             &["--workers", "1025"],
-            &["--work-us", "1000001"],
             &["--workers", "0"],
-            &["--fail-rate", "1.5"],
-            &["--fail-rate", "NaN"],
-            &["--max-retries=x"],
+            &["--max-replicas", "1001"],
+            &["--duration-secs", "3601"],
+            &["--seed=x"],
+            &["--chaos=yes"],
             &["--verbose"],
-            &["jobs"],
+            &["sets"],
         ] {
             assert!(run(flags).is_err(), "{flags:?} was accepted");
         }
@@ -199,6 +201,6 @@ mod tests {
 
     #[test]
     fn help_wins() {
-        assert_eq!(run(&["--jobs", "1", "--help"]), Ok(Command::Help));
+        assert_eq!(run(&["--sets", "1", "--help"]), Ok(Command::Help));
     }
 }

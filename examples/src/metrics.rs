@@ -81,9 +81,6 @@ pub(crate) struct Gauge {
 }
 
 impl Gauge {
-    pub(crate) fn get(&self) -> i64 {
-        self.value.load(Relaxed)
-    }
     pub(crate) fn peak(&self) -> i64 {
         self.peak.load(Relaxed)
     }
@@ -107,9 +104,6 @@ pub(crate) struct MaxGauge {
 }
 
 impl MaxGauge {
-    pub(crate) fn last(&self) -> f64 {
-        f64::from_bits(self.last.load(Relaxed))
-    }
     pub(crate) fn max(&self) -> f64 {
         f64::from_bits(self.max.load(Relaxed))
     }
@@ -154,11 +148,6 @@ impl Default for Histogram {
 impl Histogram {
     pub(crate) fn count(&self) -> u64 {
         self.count.load(Relaxed)
-    }
-
-    pub(crate) fn mean(&self) -> Duration {
-        let count = self.count();
-        Duration::from_nanos(self.sum_ns.load(Relaxed).checked_div(count).unwrap_or(0))
     }
 
     pub(crate) fn max(&self) -> Duration {
@@ -228,10 +217,10 @@ mod tests {
         g.inc();
         g.inc();
         g.dec();
-        assert_eq!((g.get(), g.peak()), (1, 2));
+        assert_eq!(g.peak(), 2);
         let m = MaxGauge::default();
         m.set(2.5);
         m.set(1.0);
-        assert_eq!((m.last(), m.max()), (1.0, 2.5));
+        assert_eq!(m.max(), 2.5);
     }
 }

@@ -1,72 +1,4 @@
 //! [`Controller`]: the canonical client-go controller loop as one component.
-//!
-//! Informers map their events to keys, which go into a [`RateLimitingQueue`]; once every watched
-//! cache has synced, N workers take keys one at a time and call your `reconcile(key)`:
-//!
-//! - `Ok(Action::Done)`: the key's retry history is forgotten.
-//! - `Ok(Action::RequeueAfter(d))`: forgotten too, and the key comes back after `d`.
-//! - `Err(e)` (or a panic, which is caught): the key is retried after the rate limiter's delay
-//!   (`add_rate_limited`); with [`max_retries`](ControllerBuilder::max_retries), a key that failed
-//!   that many times in a row is forgotten and dropped, reported through `tracing` and counted in
-//!   [`ControllerStats::dropped`].
-//!
-//! A key is never reconciled by two workers at once, bursts of events for one key coalesce, and
-//! reconcile reads the latest state from the informers' caches (level-triggered), as in
-//! client-go's `sample-controller`. Shutdown drains: the handlers stop feeding the queue, queued
-//! keys are still reconciled and calls in progress finish.
-//!
-//! Workers are threads ([`Controller::run`], a blocking reconcile function) or tokio tasks
-//! ([`Controller::run_async`], an async one). The queue's metrics carry the controller's name as
-//! their `name` label ([`ControllerBuilder::metrics`]).
-//!
-//! # Examples
-//! ```
-//! use kcache_core::{ObjectKey, Object, ResourceVersion};
-//! use kcache_informer::{Action, Controller, SharedIndexInformer};
-//! use kcache_memory::{MemorySource, SetResourceVersion};
-//! use std::sync::{mpsc, Arc};
-//! use std::time::Duration;
-//!
-//! #[derive(Clone, Debug)]
-//! struct Job { name: String, rv: ResourceVersion }
-//! impl Object for Job {
-//!     fn namespace(&self) -> Option<&str> { Some("batch") }
-//!     fn name(&self) -> &str { &self.name }
-//!     fn resource_version(&self) -> ResourceVersion { self.rv.clone() }
-//! }
-//! impl SetResourceVersion for Job {
-//!     fn set_resource_version(&mut self, rv: ResourceVersion) { self.rv = rv; }
-//! }
-//!
-//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let runtime = tokio::runtime::Runtime::new()?;
-//! let source = MemorySource::<Job>::new();
-//! source.create(Job { name: "nightly".into(), rv: ResourceVersion::default() })?;
-//! let jobs = Arc::new(SharedIndexInformer::new(source.clone(), Duration::ZERO));
-//!
-//! // Keys of jobs go to the queue; two worker threads reconcile them once the cache has synced.
-//! let (tx, reconciled) = mpsc::channel();
-//! let tx = std::sync::Mutex::new(tx);
-//! let cache = jobs.indexer();
-//! let controller = Controller::builder("jobs").workers(2).watches(&jobs).build()?;
-//! let handle = controller.run(move |key: &ObjectKey| {
-//!     let exists = cache.get_by_key(key).is_some();
-//!     tx.lock().map_err(|_| "poisoned")?.send((key.to_string(), exists)).map_err(|_| "closed")?;
-//!     Ok::<_, &str>(Action::Done)
-//! })?;
-//!
-//! let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-//! let informer = jobs.clone();
-//! let run = runtime.spawn(async move { informer.run(async { let _ = stopped.await; }).await });
-//!
-//! assert_eq!(reconciled.recv_timeout(Duration::from_secs(20))?, ("batch/nightly".into(), true));
-//! let stats = handle.shutdown(); // drains the queue, joins the workers
-//! assert_eq!(stats.reconciles, 1);
-//! let _ = stop.send(());
-//! runtime.block_on(run)??;
-//! # Ok(())
-//! # }
-//! ```
 
 mod builder;
 mod enqueue;
@@ -104,10 +36,77 @@ pub(crate) type Remover = Box<dyn Fn() + Send + Sync>;
 /// Informers feeding keys into a rate-limited queue, reconciled by N workers: client-go's
 /// controller pattern (`sample-controller`) as a component. Build one with
 /// [`Controller::builder`], then start its workers with [`run`](Controller::run) (threads) or
-/// [`run_async`](Controller::run_async) (tokio tasks). See the [module](self) docs for the rules.
+/// [`run_async`](Controller::run_async) (tokio tasks).
+///
+/// Informers map their events to keys, which go into a [`RateLimitingQueue`]; once every watched
+/// cache has synced, N workers take keys one at a time and call your `reconcile(key)`:
+///
+/// - `Ok(Action::Done)`: the key's retry history is forgotten.
+/// - `Ok(Action::RequeueAfter(d))`: forgotten too, and the key comes back after `d`.
+/// - `Err(e)` (or a panic, which is caught): the key is retried after the rate limiter's delay
+///   (`add_rate_limited`); with [`max_retries`](ControllerBuilder::max_retries), a key that failed
+///   that many times in a row is forgotten and dropped, reported through `tracing` and counted in
+///   [`ControllerStats::dropped`].
+///
+/// A key is never reconciled by two workers at once, bursts of events for one key coalesce, and
+/// reconcile reads the latest state from the informers' caches (level-triggered), as in
+/// client-go's `sample-controller`. Shutdown drains: the handlers stop feeding the queue, queued
+/// keys are still reconciled and calls in progress finish.
+///
+/// Workers are threads ([`Controller::run`], a blocking reconcile function) or tokio tasks
+/// ([`Controller::run_async`], an async one). The queue's metrics carry the controller's name as
+/// their `name` label ([`ControllerBuilder::metrics`]).
 ///
 /// The event handlers are registered by [`ControllerBuilder::build`]: keys start accumulating in
 /// the queue from then on, whether or not the workers run yet.
+///
+/// # Examples
+/// ```
+/// use kcache_core::{ObjectKey, Object, ResourceVersion};
+/// use kcache_informer::{Action, Controller, SharedIndexInformer};
+/// use kcache_memory::{MemorySource, SetResourceVersion};
+/// use std::sync::{mpsc, Arc};
+/// use std::time::Duration;
+///
+/// #[derive(Clone, Debug)]
+/// struct Job { name: String, rv: ResourceVersion }
+/// impl Object for Job {
+///     fn namespace(&self) -> Option<&str> { Some("batch") }
+///     fn name(&self) -> &str { &self.name }
+///     fn resource_version(&self) -> ResourceVersion { self.rv.clone() }
+/// }
+/// impl SetResourceVersion for Job {
+///     fn set_resource_version(&mut self, rv: ResourceVersion) { self.rv = rv; }
+/// }
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let runtime = tokio::runtime::Runtime::new()?;
+/// let source = MemorySource::<Job>::new();
+/// source.create(Job { name: "nightly".into(), rv: ResourceVersion::default() })?;
+/// let jobs = Arc::new(SharedIndexInformer::new(source.clone(), Duration::ZERO));
+///
+/// // Keys of jobs go to the queue; two worker threads reconcile them once the cache has synced.
+/// let (tx, reconciled) = mpsc::channel();
+/// let cache = jobs.indexer();
+/// let controller = Controller::builder("jobs").workers(2).watches(&jobs).build()?;
+/// let handle = controller.run(move |key: &ObjectKey| {
+///     let exists = cache.get_by_key(key).is_some();
+///     tx.send((key.to_string(), exists)).map_err(|_| "closed")?;
+///     Ok::<_, &str>(Action::Done)
+/// })?;
+///
+/// let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+/// let informer = jobs.clone();
+/// let run = runtime.spawn(async move { informer.run(async { let _ = stopped.await; }).await });
+///
+/// assert_eq!(reconciled.recv_timeout(Duration::from_secs(20))?, ("batch/nightly".into(), true));
+/// let stats = handle.shutdown(); // drains the queue, joins the workers
+/// assert_eq!(stats.reconciles, 1);
+/// let _ = stop.send(());
+/// runtime.block_on(run)??;
+/// # Ok(())
+/// # }
+/// ```
 #[doc(alias = "sample-controller")]
 pub struct Controller {
     pub(crate) core: Arc<Core>,

@@ -1,0 +1,297 @@
+//! The demo's world: `ReplicaSet`-like sets and their `Pod`-like children in two in-memory
+//! sources, the reconcile function, the seeded "user", and the convergence check.
+
+use crate::metrics::Histogram;
+use futures::future::{select, Either};
+use kcache_core::{Clock, Object, ObjectKey, ResourceVersion};
+use kcache_informer::{Action, SharedIndexInformer};
+use kcache_memory::{MemoryError, MemorySource, SetResourceVersion};
+use kcache_reflector::FaultInjector;
+use kcache_workqueue::metrics::HistogramMetric;
+use std::collections::HashMap;
+use std::pin::pin;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Every object lives in this namespace.
+pub(crate) const NAMESPACE: &str = "demo";
+/// The name of the pods' owner index.
+pub(crate) const OWNER_INDEX: &str = "owner";
+/// How long a reconcile waits for the pod cache to show its own writes before it gives up and
+/// lets the rate limiter retry the key.
+const READ_YOUR_WRITES: Duration = Duration::from_secs(2);
+
+/// A `ReplicaSet`-like object: how many pods it wants.
+#[derive(Debug, Clone)]
+pub(crate) struct ReplicaSet {
+    pub(crate) name: String,
+    pub(crate) replicas: u32,
+    pub(crate) rv: ResourceVersion,
+}
+
+/// A `Pod`-like object owned by a set (its owner reference is the set's key).
+#[derive(Debug, Clone)]
+pub(crate) struct Pod {
+    pub(crate) name: String,
+    pub(crate) owner: String,
+    pub(crate) rv: ResourceVersion,
+}
+
+impl Object for ReplicaSet {
+    fn namespace(&self) -> Option<&str> {
+        Some(NAMESPACE)
+    }
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn resource_version(&self) -> ResourceVersion {
+        self.rv.clone()
+    }
+}
+
+impl SetResourceVersion for ReplicaSet {
+    fn set_resource_version(&mut self, rv: ResourceVersion) {
+        self.rv = rv;
+    }
+}
+
+impl Object for Pod {
+    fn namespace(&self) -> Option<&str> {
+        Some(NAMESPACE)
+    }
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn resource_version(&self) -> ResourceVersion {
+        self.rv.clone()
+    }
+}
+
+impl SetResourceVersion for Pod {
+    fn set_resource_version(&mut self, rv: ResourceVersion) {
+        self.rv = rv;
+    }
+}
+
+/// The sources as the informers see them (a fault injector that injects nothing without
+/// `--chaos`).
+pub(crate) type SetsSource = FaultInjector<MemorySource<ReplicaSet>>;
+pub(crate) type PodsSource = FaultInjector<MemorySource<Pod>>;
+pub(crate) type SetInformer = SharedIndexInformer<ReplicaSet, SetsSource>;
+pub(crate) type PodInformer = SharedIndexInformer<Pod, PodsSource>;
+
+/// What the reconcile function needs.
+pub(crate) struct Ctx {
+    pub(crate) sets: Arc<SetInformer>,
+    pub(crate) pods: Arc<PodInformer>,
+    pub(crate) pod_source: MemorySource<Pod>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) latency: Histogram,
+    pub(crate) pods_created: AtomicU64,
+    pub(crate) pods_deleted: AtomicU64,
+    next_pod: AtomicU64,
+}
+
+impl Ctx {
+    pub(crate) fn new(
+        sets: Arc<SetInformer>,
+        pods: Arc<PodInformer>,
+        pod_source: MemorySource<Pod>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            sets,
+            pods,
+            pod_source,
+            clock,
+            latency: Histogram::default(),
+            pods_created: AtomicU64::new(0),
+            pods_deleted: AtomicU64::new(0),
+            next_pod: AtomicU64::new(0),
+        }
+    }
+}
+
+/// Makes the pods of the set `key` match its desired count, reading both caches (the set's
+/// absence, after a delete or a tombstone, means zero). Its writes go to the source; before it
+/// returns it waits until the pod cache shows them (read-your-writes), so the next reconcile of
+/// the key never counts stale pods.
+pub(crate) async fn reconcile(ctx: Arc<Ctx>, key: ObjectKey) -> Result<Action, String> {
+    let start = ctx.clock.now();
+    let want = ctx
+        .sets
+        .indexer()
+        .get_by_key(&key)
+        .map_or(0, |s| s.replicas as usize);
+    let mut pods = ctx
+        .pods
+        .indexer()
+        .by_index(OWNER_INDEX, key.as_str())
+        .map_err(|e| e.to_string())?;
+    let mut last_write = None;
+    if pods.len() < want {
+        let set_name = key.name();
+        for _ in pods.len()..want {
+            let n = ctx.next_pod.fetch_add(1, Relaxed);
+            let pod = Pod {
+                name: format!("{set_name}-{n:x}"),
+                owner: key.to_string(),
+                rv: ResourceVersion::default(),
+            };
+            let created = ctx.pod_source.create(pod).map_err(|e| e.to_string())?;
+            ctx.pods_created.fetch_add(1, Relaxed);
+            last_write = Some(created.rv.clone());
+        }
+    } else if pods.len() > want {
+        pods.sort_by(|a, b| a.name.cmp(&b.name));
+        for pod in &pods[want..] {
+            match ctx.pod_source.delete(&format!("{NAMESPACE}/{}", pod.name)) {
+                Ok(deleted) => {
+                    ctx.pods_deleted.fetch_add(1, Relaxed);
+                    last_write = Some(deleted.rv.clone());
+                }
+                // Deleted meanwhile (by the chaos user): its event will bring the set back.
+                Err(MemoryError::NotFound { .. }) => {}
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+    }
+    if let Some(rv) = last_write {
+        let caught_up = pin!(ctx.pods.wait_for_resource_version(&rv));
+        let timeout = ctx.clock.sleep_async(READ_YOUR_WRITES);
+        match select(caught_up, timeout).await {
+            Either::Left((Ok(()), _)) => {}
+            Either::Left((Err(e), _)) => return Err(e.to_string()),
+            Either::Right(_) => return Err(format!("pod cache has not reached {rv} yet")),
+        }
+    }
+    let took = ctx.clock.now().saturating_duration_since(start);
+    ctx.latency.observe(took.as_secs_f64());
+    Ok(Action::Done)
+}
+
+/// SplitMix64: a seeded generator, so a seed always gives the same user.
+pub(crate) struct Rng(u64);
+
+impl Rng {
+    pub(crate) fn new(seed: u64) -> Self {
+        Self(seed)
+    }
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in `0..n` (0 when `n == 0`).
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            0
+        } else {
+            self.next_u64() % n
+        }
+    }
+}
+
+/// What the user did.
+#[derive(Debug, Default)]
+pub(crate) struct UserStats {
+    pub(crate) scaled: AtomicU64,
+    pub(crate) created: AtomicU64,
+    pub(crate) deleted: AtomicU64,
+    pub(crate) pods_killed: AtomicU64,
+}
+
+/// The seeded user: scales, deletes and creates sets (and with `chaos` deletes random pods).
+pub(crate) struct User {
+    pub(crate) sets: MemorySource<ReplicaSet>,
+    pub(crate) pods: MemorySource<Pod>,
+    pub(crate) rng: Rng,
+    pub(crate) live: Vec<String>,
+    pub(crate) next_set: u64,
+    pub(crate) target_sets: usize,
+    pub(crate) max_replicas: u32,
+    pub(crate) chaos: bool,
+    pub(crate) stats: Arc<UserStats>,
+}
+
+impl User {
+    /// Creates a set with a fresh name and a random size.
+    pub(crate) fn create_set(&mut self) -> Result<(), MemoryError> {
+        let name = format!("rs-{:05}", self.next_set);
+        self.next_set += 1;
+        let replicas = self.rng.below(u64::from(self.max_replicas) + 1) as u32;
+        self.sets.create(ReplicaSet {
+            name: name.clone(),
+            replicas,
+            rv: ResourceVersion::default(),
+        })?;
+        self.live.push(name);
+        Ok(())
+    }
+
+    /// One action.
+    pub(crate) fn step(&mut self) -> Result<(), MemoryError> {
+        let roll = self.rng.below(100);
+        if self.chaos && roll < 15 {
+            let pods = self.pods.list_all();
+            if !pods.is_empty() {
+                let victim = &pods[self.rng.below(pods.len() as u64) as usize];
+                match self.pods.delete(&format!("{NAMESPACE}/{}", victim.name)) {
+                    Ok(_) => {
+                        self.stats.pods_killed.fetch_add(1, Relaxed);
+                    }
+                    Err(MemoryError::NotFound { .. }) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            return Ok(());
+        }
+        let too_few = self.live.len() < self.target_sets / 2 + 1;
+        let too_many = self.live.len() > self.target_sets * 3 / 2;
+        if too_few || (roll >= 90 && !too_many) {
+            self.stats.created.fetch_add(1, Relaxed);
+            return self.create_set();
+        }
+        let i = self.rng.below(self.live.len() as u64) as usize;
+        if roll >= 80 || too_many {
+            let name = self.live.swap_remove(i);
+            self.sets.delete(&format!("{NAMESPACE}/{name}"))?;
+            self.stats.deleted.fetch_add(1, Relaxed);
+            return Ok(());
+        }
+        let key = format!("{NAMESPACE}/{}", self.live[i]);
+        if let Some(set) = self.sets.get(&key) {
+            let mut set = (*set).clone();
+            set.replicas = self.rng.below(u64::from(self.max_replicas) + 1) as u32;
+            self.sets.update(set)?;
+            self.stats.scaled.fetch_add(1, Relaxed);
+        }
+        Ok(())
+    }
+}
+
+/// The world as the source holds it, checked: every set has exactly its desired pods, and no
+/// pod's owner is missing. Returns the problems (empty: converged).
+pub(crate) fn check(sets: &MemorySource<ReplicaSet>, pods: &MemorySource<Pod>) -> Vec<String> {
+    let mut by_owner: HashMap<String, usize> = HashMap::new();
+    for pod in pods.list_all() {
+        *by_owner.entry(pod.owner.clone()).or_default() += 1;
+    }
+    let mut problems = Vec::new();
+    for set in sets.list_all() {
+        let key = format!("{NAMESPACE}/{}", set.name);
+        let have = by_owner.remove(&key).unwrap_or(0);
+        if have != set.replicas as usize {
+            problems.push(format!("{key} wants {} pods, has {have}", set.replicas));
+        }
+    }
+    let mut orphans: Vec<_> = by_owner.into_iter().collect();
+    orphans.sort();
+    for (owner, n) in orphans {
+        problems.push(format!("{n} orphan pod(s) of deleted set {owner}"));
+    }
+    problems
+}
