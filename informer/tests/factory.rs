@@ -7,6 +7,7 @@ use common::{source, synced, Informer, Pod, WAIT};
 use kcache_core::{FakeClock, Object, ResourceVersion};
 use kcache_informer::{FactoryError, InformerFactory, InformerOptions, SharedIndexInformer};
 use kcache_memory::{MemorySource, SetResourceVersion};
+use kcache_reflector::{FaultInjector, FaultPlan};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -132,12 +133,41 @@ async fn wait_for_cache_sync_covers_informers_obtained_after_start() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_informer_that_stopped_before_syncing_is_named_in_the_error() {
     let (clock, src) = source();
+    // Every list fails, so it can never sync.
+    let failing = FaultInjector::with_clock(
+        src.clone(),
+        FaultPlan {
+            list_error: 1.0,
+            ..FaultPlan::default()
+        },
+        Arc::new(clock.clone()),
+    );
     let factory = InformerFactory::new();
     let used = factory
-        .informer_for("used-elsewhere", || new_informer(&clock, &src, "used"))
+        .informer_for("used-elsewhere", || {
+            SharedIndexInformer::with_options(
+                failing,
+                InformerOptions::new().clock(Arc::new(clock.clone())),
+            )
+        })
         .unwrap();
     // Someone ran and stopped it outside the factory: it can never sync under the factory.
-    common::run(&used).stop().await;
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let task = {
+        let used = used.clone();
+        tokio::spawn(async move {
+            used.run(async {
+                let _ = rx.await;
+            })
+            .await
+        })
+    };
+    tx.send(()).unwrap();
+    assert!(matches!(
+        tokio::time::timeout(WAIT, task).await,
+        Ok(Ok(Ok(())))
+    ));
+    assert!(!used.has_synced());
     let r = tokio::time::timeout(WAIT, factory.wait_for_cache_sync()).await;
     assert_eq!(
         r,
