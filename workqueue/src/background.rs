@@ -23,10 +23,8 @@ pub(crate) fn spawn<T: Clone + Eq + Hash + Send + 'static>(shared: &Arc<Shared<T
         let mut next_metrics = None;
         loop {
             signal.clear();
-            let next = match tick(&weak, &mut next_metrics) {
-                Tick::Exit => break,
-                Tick::Again => continue,
-                Tick::Sleep(next) => next,
+            let Some(next) = tick(&weak, &mut next_metrics) else {
+                break;
             };
             // Wake a little after the deadline, so one wake-up fires a batch of nearby deadlines
             // instead of one item per futex round trip. A fake clock is not affected: it wakes the
@@ -51,29 +49,17 @@ pub(crate) fn spawn<T: Clone + Eq + Hash + Send + 'static>(shared: &Arc<Shared<T
     }
 }
 
-/// What the background thread does after one round.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Tick {
-    /// The queue is gone or shutting down.
-    Exit,
-    /// Delayed adds arrived meanwhile: run another round now.
-    Again,
-    /// Sleep until this deadline (`None`: until signalled).
-    Sleep(Option<Instant>),
-}
-
-/// One round of the background loop: schedules the inbox, fires due items, refreshes metrics.
+/// One round of the background loop. `None` when the thread should exit; otherwise the next
+/// deadline to wake up at (`Some(None)`: only when signalled).
 pub(crate) fn tick<T: Clone + Eq + Hash + Send + 'static>(
     weak: &Weak<Shared<T>>,
     next_metrics: &mut Option<Instant>,
-) -> Tick {
-    let Some(shared) = weak.upgrade() else {
-        return Tick::Exit;
-    };
+) -> Option<Option<Instant>> {
+    let shared = weak.upgrade()?;
     let now = shared.clock.now();
     let mut g = shared.lock();
     if g.st.is_shutting_down() {
-        return Tick::Exit;
+        return None;
     }
     let stamp = shared.metrics.is_some();
     let fired = g.st.fire_due(now, stamp);
@@ -103,12 +89,5 @@ pub(crate) fn tick<T: Clone + Eq + Hash + Send + 'static>(
     if fired > 0 {
         shared.wake(&mut g, fired);
     }
-    // Publish the plan, then look at the inbox: a delayed add pushed after our drain either sees
-    // the plan (and signals if it is earlier) or is seen here.
-    shared.inbox.plan(next);
-    if shared.inbox.is_empty() {
-        Tick::Sleep(next)
-    } else {
-        Tick::Again
-    }
+    Some(next)
 }

@@ -71,7 +71,19 @@ impl<T: Clone + Eq + Hash + Send + 'static> DelayingQueue<T> {
     }
 
     fn add_at_from(&self, item: T, deadline: Instant, now: Instant) -> bool {
-        self.queue.shared.add_at(item, deadline, now)
+        let shared = &self.queue.shared;
+        if let Some(m) = &shared.metrics {
+            m.retries.inc();
+        }
+        let mut g = shared.lock();
+        let (outcome, leftover) = g.st.schedule(item, deadline, now, shared.metrics.is_some());
+        let waiting = g.st.waiting();
+        let accepted = shared.after_add(g, outcome);
+        drop(leftover); // after the lock is released
+        if let Some(m) = &shared.metrics {
+            m.delayed_depth.set(waiting as f64);
+        }
+        accepted
     }
 
     /// The number of items waiting for their delay.

@@ -290,7 +290,7 @@ impl Runner {
                 let weak = Arc::downgrade(&queue.shared);
                 let next = crate::background::tick(&weak, &mut self.next_metrics);
                 assert_eq!(
-                    next == crate::background::Tick::Exit,
+                    next.is_none(),
                     model.shutting_down,
                     "step {step}: timer loop exits"
                 );
@@ -311,14 +311,15 @@ impl Runner {
         }
     }
 
-    /// What `DelayingQueue::add_after` does (through the delayed-add inbox), on a queue without
-    /// the timer thread.
+    /// What `DelayingQueue::add_after` does, on a queue without the timer thread.
     fn add_after(&mut self, k: u8, delay: Duration, step: usize) {
         let shared = &self.queue.shared;
         let now = self.clock.now();
         let at = saturating_add(now, delay);
         let want = self.model.add_at(k, at, now);
-        let got = shared.add_at(k, at, now);
+        let mut g = shared.lock();
+        let outcome = g.st.add_at(k, at, now, shared.metrics.is_some());
+        let got = shared.after_add(g, outcome);
         assert_eq!(got, want, "step {step}: add_after({k}, {delay:?}) accepted");
     }
 

@@ -2,7 +2,6 @@
 
 mod delays;
 mod get_async;
-mod inbox;
 pub(crate) mod state;
 mod waiters;
 
@@ -14,7 +13,6 @@ use crate::metrics::QueueMetrics;
 use crate::signal::Signal;
 use crate::sync::atomic::{AtomicUsize, Ordering};
 use crate::sync::{wait_timeout, Condvar, Mutex, MutexGuard};
-use inbox::{Delayed, Inbox};
 use kcache_core::Clock;
 use state::{Added, Finished, State};
 use std::fmt;
@@ -71,8 +69,6 @@ pub(crate) struct Shared<T> {
     /// The number of ready items as last seen under the lock (or 1 after shutdown), read without
     /// the lock by workers that spin briefly before they block.
     ready_hint: AtomicUsize,
-    /// Delayed adds not yet scheduled (see `inbox.rs`).
-    pub(crate) inbox: Inbox<T>,
     /// Wakes the background thread (delay timer and metrics ticker), if any.
     pub(crate) signal: Arc<Signal>,
     pub(crate) clock: Arc<dyn Clock>,
@@ -85,8 +81,6 @@ pub(crate) struct Inner<T> {
     sleeping: usize,
     /// Tasks parked in `get_async`.
     waiters: Waiters,
-    /// The drained inbox batch's allocation, kept for the next batch.
-    spare: Vec<Delayed<T>>,
 }
 
 impl<T: Clone + Eq + Hash + Send + 'static> Queue<T> {
@@ -117,9 +111,7 @@ impl<T: Clone + Eq + Hash + Send + 'static> Queue<T> {
                     st: State::new(),
                     sleeping: 0,
                     waiters: Waiters::new(),
-                    spare: Vec::new(),
                 }),
-                inbox: Inbox::new(config.clock.now()),
                 ready: Condvar::new(),
                 drained: Condvar::new(),
                 ready_hint: AtomicUsize::new(0),
@@ -264,79 +256,8 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
         }
     }
 
-    /// `DelayingQueue::add_at` with the current time `now`: a deadline not after `now` is an
-    /// immediate add; a later one goes through the inbox, off the main lock.
-    pub(crate) fn add_at(&self, item: T, deadline: Instant, now: Instant) -> bool {
-        if let Some(m) = &self.metrics {
-            m.retries.inc();
-        }
-        if deadline > now {
-            return match self.inbox.push(item, deadline) {
-                None => false,
-                Some(before_planned_wake) => {
-                    if before_planned_wake {
-                        self.signal.set();
-                    }
-                    true
-                }
-            };
-        }
-        let mut g = self.lock();
-        let (outcome, leftover) = g.st.schedule(item, deadline, now, self.metrics.is_some());
-        let accepted = self.after_add(g, outcome);
-        drop(leftover); // after the lock is released
-        accepted
-    }
-
-    /// Locks the queue's state, first scheduling every delayed add waiting in the inbox.
     pub(crate) fn lock(&self) -> MutexGuard<'_, Inner<T>> {
-        let mut g = self.inner.lock();
-        self.drain_inbox(&mut g, false);
-        g
-    }
-
-    /// Schedules the inbox's delayed adds, in order; with `close`, later ones are refused.
-    fn drain_inbox(&self, g: &mut MutexGuard<'_, Inner<T>>, close: bool) {
-        if self.inbox.is_empty() && !close {
-            return;
-        }
-        let mut batch = std::mem::take(&mut g.spare);
-        self.inbox.take_into(&mut batch, close);
-        if batch.is_empty() {
-            g.spare = batch;
-            return;
-        }
-        let (mut pushed, mut earliest) = (0, false);
-        for (item, at) in batch.drain(..) {
-            match g.st.delay(item, at).0 {
-                outcome @ (Added::Pushed | Added::Deferred) => {
-                    if let Some(m) = &self.metrics {
-                        m.depth.inc();
-                        m.adds.inc();
-                    }
-                    pushed += usize::from(outcome == Added::Pushed);
-                }
-                Added::Delayed { earliest: e } => earliest |= e,
-                Added::Refused | Added::Deduplicated | Added::DeferredDelay => {}
-            }
-        }
-        g.spare = batch;
-        // Deadlines that passed while in the inbox fire now, in deadline then add order.
-        let fired = g.st.fire_due(self.clock.now(), self.metrics.is_some());
-        if let Some(m) = &self.metrics {
-            for _ in 0..fired {
-                m.depth.inc();
-                m.adds.inc();
-            }
-            m.delayed_depth.set(g.st.waiting() as f64);
-        }
-        pushed += fired;
-        if pushed > 0 {
-            self.wake(g, pushed);
-        }
-        if earliest {
-            self.signal.set();
-        }
+        self.inner.lock()
     }
 
     /// The time for metrics timestamps, read only when metrics are on.
@@ -434,9 +355,6 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
 
     pub(crate) fn shut_down(&self, drain: bool) {
         let mut g = self.lock();
-        // Close the delayed-add inbox under the main lock: a delayed add either lands before the
-        // shutdown (and is dropped with the delay heap, like every waiting item) or is refused.
-        self.drain_inbox(&mut g, true);
         if g.st.is_shutting_down() && drain {
             // A drain requested after a plain shutdown has nothing to wait for.
             return;

@@ -161,8 +161,13 @@ impl<T: Clone + Eq + Hash> State<T> {
         }
     }
 
-    /// Makes `item` ready at `at`; a deadline not after `now` is an immediate add. `stamp` says
-    /// whether metrics want timestamps. Hands back the item when the state did not keep it.
+    /// Makes `item` ready at `at`. A deadline not after `now` is an immediate add. `stamp` says
+    /// whether metrics want timestamps.
+    pub(crate) fn add_at(&mut self, item: T, at: Instant, now: Instant, stamp: bool) -> Added {
+        self.schedule(item, at, now, stamp).0
+    }
+
+    /// [`add_at`](State::add_at) that hands back the item when the state did not keep it.
     pub(crate) fn schedule(
         &mut self,
         item: T,
@@ -175,15 +180,6 @@ impl<T: Clone + Eq + Hash> State<T> {
         }
         if at <= now {
             return self.insert(item, stamp.then_some(now));
-        }
-        self.delay(item, at)
-    }
-
-    /// Schedules `item` at `at` without looking at the time (the caller fires what is due later,
-    /// so same-deadline items keep their order). Hands back the item when it was not kept.
-    pub(crate) fn delay(&mut self, item: T, at: Instant) -> (Added, Option<T>) {
-        if self.shutting_down {
-            return (Added::Refused, Some(item));
         }
         match self.slots.get_mut(&item) {
             None => {
