@@ -287,3 +287,6 @@ fn wake(consumer: Option<Waker>, waiters: Vec<Waker>) {
         w.wake();
     }
 }
+
+#[cfg(all(test, not(kcache_loom)))]
+mod tests;

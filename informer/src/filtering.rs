@@ -132,3 +132,86 @@ where
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::Event;
+    use crate::handler::HandlerFuncs;
+    use crate::sync::Mutex;
+    use kcache_core::{Object, ObjectKey, ResourceVersion};
+
+    #[derive(Debug, PartialEq)]
+    struct Job {
+        name: &'static str,
+        keep: bool,
+    }
+    impl Object for Job {
+        fn namespace(&self) -> Option<&str> {
+            None
+        }
+        fn name(&self) -> &str {
+            self.name
+        }
+        fn resource_version(&self) -> ResourceVersion {
+            ResourceVersion::default()
+        }
+    }
+
+    fn job(name: &'static str, keep: bool) -> Arc<Job> {
+        Arc::new(Job { name, keep })
+    }
+
+    fn recording() -> (Arc<Mutex<Vec<Event<Job>>>>, impl ResourceEventHandler<Job>) {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (a, u, d) = (log.clone(), log.clone(), log.clone());
+        let h = HandlerFuncs::new()
+            .add_func(move |o: &Arc<Job>, i| {
+                a.lock().push(Event::Added {
+                    obj: o.clone(),
+                    is_in_initial_list: i,
+                })
+            })
+            .update_func(move |o, n| {
+                u.lock().push(Event::Updated {
+                    old: o.clone(),
+                    new: n.clone(),
+                })
+            })
+            .delete_func(move |x| d.lock().push(Event::Deleted(x.clone())));
+        (log, h)
+    }
+
+    #[test]
+    fn updates_convert_by_which_side_passes_the_filter() {
+        let (log, inner) = recording();
+        let f = FilteringHandler::new(|j: &Job| j.keep, inner);
+        f.on_update(&job("a", true), &job("a", true));
+        f.on_update(&job("b", false), &job("b", true));
+        f.on_update(&job("c", true), &job("c", false));
+        f.on_update(&job("d", false), &job("d", false));
+        let log = log.lock();
+        assert_eq!(log.len(), 3);
+        assert!(matches!(&log[0], Event::Updated { .. }));
+        assert!(
+            matches!(&log[1], Event::Added { obj, is_in_initial_list: false } if obj.name == "b")
+        );
+        assert!(
+            matches!(&log[2], Event::Deleted(d) if d.key().as_str() == "c" && !d.is_final_state_unknown())
+        );
+    }
+
+    #[test]
+    fn adds_and_deletes_pass_only_with_the_filter() {
+        let (log, inner) = recording();
+        let f = FilteringHandler::new(|j: &Job| j.keep, inner);
+        f.on_add(&job("a", false), true);
+        f.on_add(&job("b", true), true);
+        let key = ObjectKey::new("x").unwrap();
+        f.on_delete(&DeletedObject::observed(key.clone(), job("x", false)));
+        f.on_delete(&DeletedObject::observed(key.clone(), job("x", true)));
+        // A tombstone without a known state is passed on.
+        f.on_delete(&DeletedObject::final_state_unknown(key, None));
+        assert_eq!(log.lock().len(), 3);
+    }
+}

@@ -1,0 +1,131 @@
+//! Unit tests of the buffer: ordering, sync counting, coalescing bound, close.
+
+use super::*;
+use crate::event::{DeletedObject, Event};
+use kcache_core::ObjectKey;
+use std::sync::Arc;
+
+fn add(k: &str, v: u32, initial: bool) -> Notification<u32> {
+    Notification::new(
+        ObjectKey::new(k).unwrap(),
+        Event::Added {
+            obj: Arc::new(v),
+            is_in_initial_list: initial,
+        },
+    )
+}
+
+fn del(k: &str, v: u32) -> Notification<u32> {
+    let key = ObjectKey::new(k).unwrap();
+    Notification::new(
+        key.clone(),
+        Event::Deleted(DeletedObject::observed(key, Arc::new(v))),
+    )
+}
+
+fn deliver_one(b: &Buffer<u32>) -> u32 {
+    let n = b.pop_blocking().unwrap();
+    let v = **n.event.object().unwrap();
+    b.complete(n.initial);
+    v
+}
+
+#[test]
+fn an_ordered_buffer_hands_out_everything_in_push_order() {
+    let b = Buffer::new(BufferMode::Ordered);
+    for v in 0..5 {
+        assert!(b.push(add("a", v, false)));
+    }
+    assert_eq!(b.pending(), 5);
+    let got: Vec<u32> = (0..5).map(|_| deliver_one(&b)).collect();
+    assert_eq!(got, [0, 1, 2, 3, 4]);
+    assert_eq!(b.pending(), 0);
+}
+
+#[test]
+fn has_synced_waits_for_upstream_and_for_the_last_initial_delivery() {
+    let b = Buffer::new(BufferMode::Ordered);
+    assert!(!b.has_synced());
+    b.push(add("a", 1, true));
+    b.push(add("b", 2, true));
+    b.set_upstream_synced();
+    assert!(!b.has_synced());
+    deliver_one(&b);
+    assert!(!b.has_synced());
+    let n = b.pop_blocking().unwrap();
+    assert!(!b.has_synced(), "taken but not yet delivered");
+    b.complete(n.initial);
+    assert!(b.has_synced());
+    // Later, non-initial notifications do not unsync it.
+    b.push(add("c", 3, false));
+    assert!(b.has_synced());
+}
+
+#[test]
+fn an_empty_initial_population_syncs_with_upstream() {
+    let b: Buffer<u32> = Buffer::new(BufferMode::Coalescing);
+    b.set_upstream_synced();
+    assert!(b.has_synced());
+}
+
+#[test]
+fn a_cancelled_initial_add_does_not_block_has_synced() {
+    let b = Buffer::new(BufferMode::Coalescing);
+    b.push(add("a", 1, true));
+    b.push(del("a", 1));
+    b.set_upstream_synced();
+    assert_eq!(b.pending(), 0);
+    assert!(b.has_synced());
+}
+
+#[test]
+fn a_coalescing_buffer_holds_at_most_one_notification_per_key() {
+    let b = Buffer::new(BufferMode::Coalescing);
+    for round in 0..100u32 {
+        for k in ["a", "b", "c"] {
+            b.push(add(k, round, false));
+        }
+        assert!(b.pending() <= 3);
+    }
+    let mut got: Vec<u32> = (0..3).map(|_| deliver_one(&b)).collect();
+    got.sort_unstable();
+    assert_eq!(got, [99, 99, 99]);
+}
+
+#[test]
+fn close_drops_the_backlog_refuses_pushes_and_releases_the_consumer() {
+    let b = Buffer::new(BufferMode::Ordered);
+    b.push(add("a", 1, true));
+    b.close();
+    assert_eq!(b.pending(), 0);
+    assert!(!b.push(add("b", 2, false)));
+    assert!(b.pop_blocking().is_none());
+    assert!(b.is_closed());
+    assert!(!b.has_synced());
+}
+
+#[test]
+fn a_blocked_consumer_is_woken_by_a_push_from_another_thread() {
+    let b = Arc::new(Buffer::new(BufferMode::Ordered));
+    let consumer = {
+        let b = b.clone();
+        std::thread::spawn(move || deliver_one(&b))
+    };
+    b.push(add("a", 7, false));
+    assert_eq!(consumer.join().unwrap(), 7);
+}
+
+#[test]
+fn waiting_for_the_consumer_returns_once_it_finished() {
+    let b: Arc<Buffer<u32>> = Arc::new(Buffer::new(BufferMode::Ordered));
+    let consumer = {
+        let b = b.clone();
+        std::thread::spawn(move || {
+            while b.pop_blocking().is_some() {}
+            b.finish_consumer();
+        })
+    };
+    b.close();
+    b.wait_consumer_done();
+    consumer.join().unwrap();
+}
