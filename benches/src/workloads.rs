@@ -5,6 +5,7 @@
 //! or a message saying what came out wrong. Inputs are built before the clock starts; each run
 //! checks its own result. Adding a workload means one module and one line in [`registry`].
 
+mod e1;
 mod f1;
 mod i1;
 mod q1;
@@ -41,7 +42,7 @@ pub const QUEUE_IMPLS: &[&str] = &["kcache", "naive", "floor"];
 pub fn registry() -> Vec<Workload> {
     let mut all = vec![q1::WORKLOAD, q2::WORKLOAD, q3::WORKLOAD, q4::QUEUE];
     all.extend_from_slice(&q4::LIMITER);
-    all.extend([i1::WORKLOAD, f1::WORKLOAD]);
+    all.extend([i1::WORKLOAD, f1::WORKLOAD, e1::E1, e1::M1]);
     all
 }
 

@@ -17,7 +17,10 @@ const OBJECTS: usize = 10_000;
 fn kcache() -> Indexer<ConfigMap, ConfigMapMeta> {
     Indexer::with_indexers(
         Indexers::new()
-            .with(NAMESPACE_INDEX, namespace_index_fn::<ConfigMap, ConfigMapMeta>)
+            .with(
+                NAMESPACE_INDEX,
+                namespace_index_fn::<ConfigMap, ConfigMapMeta>,
+            )
             .with("label", |cm: &ConfigMap| {
                 Ok(objects::app(cm).map(str::to_owned).into_iter().collect())
             }),
@@ -31,7 +34,9 @@ fn naive() -> NaiveStore<ConfigMap> {
             (NAMESPACE_INDEX, |cm: &ConfigMap| {
                 Some(objects::namespace(cm).to_owned())
             }),
-            ("label", |cm: &ConfigMap| objects::app(cm).map(str::to_owned)),
+            ("label", |cm: &ConfigMap| {
+                objects::app(cm).map(str::to_owned)
+            }),
         ],
     )
 }
@@ -76,7 +81,12 @@ pub(crate) fn by_index(c: &mut Criterion) {
     let mut g = c.benchmark_group("indexer/by_index");
     let (k, n) = (filled(kcache()), filled(naive()));
     g.bench_function("kcache", |b| {
-        b.iter(|| black_box(k.by_index(NAMESPACE_INDEX, black_box("ns-7")).expect("index")))
+        b.iter(|| {
+            black_box(
+                k.by_index(NAMESPACE_INDEX, black_box("ns-7"))
+                    .expect("index"),
+            )
+        })
     });
     g.bench_function("rwlock-hashmap", |b| {
         b.iter(|| black_box(n.by_index(NAMESPACE_INDEX, black_box("ns-7"))))

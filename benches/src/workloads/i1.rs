@@ -34,7 +34,10 @@ fn run(_: &str, name: &str) -> Result<Metrics, String> {
     match name {
         "kcache" => drive(Indexer::<ConfigMap, ConfigMapMeta>::with_indexers(
             Indexers::new()
-                .with(NAMESPACE_INDEX, namespace_index_fn::<ConfigMap, ConfigMapMeta>)
+                .with(
+                    NAMESPACE_INDEX,
+                    namespace_index_fn::<ConfigMap, ConfigMapMeta>,
+                )
                 .with(LABEL_INDEX, |cm: &ConfigMap| {
                     Ok(objects::app(cm).map(str::to_owned).into_iter().collect())
                 }),
@@ -106,7 +109,10 @@ fn drive<S: IndexedStore<ConfigMap>>(store: S) -> Result<Metrics, String> {
     // Final state: app-1 now labels the objects i with (i + 1) % 50 == 1, each at its new version.
     let app1 = store.by_index(LABEL_INDEX, "app-1")?;
     check(app1.len() == OBJECTS / 50, || {
-        format!("i1: {} objects labelled app-1 after the updates", app1.len())
+        format!(
+            "i1: {} objects labelled app-1 after the updates",
+            app1.len()
+        )
     })?;
     check(
         app1.iter()
@@ -131,9 +137,8 @@ fn drive_kube() -> Result<Metrics, String> {
     // The objects' own bytes, as the store's deep clone allocates them.
     let (_, object_bytes) = build_counted(OBJECTS, initial)?;
     let adds: Vec<Event<ConfigMap>> = (0..OBJECTS).map(|i| Event::Apply(initial(i))).collect();
-    let updates: Vec<Event<ConfigMap>> = (0..OBJECTS)
-        .map(|i| Event::Apply(replacement(i)))
-        .collect();
+    let updates: Vec<Event<ConfigMap>> =
+        (0..OBJECTS).map(|i| Event::Apply(replacement(i))).collect();
     let (reader, mut writer) = reflector::store::<ConfigMap>();
 
     let before = live_bytes()?;
