@@ -332,6 +332,14 @@ where
     }
 }
 
+/// Dropping the informer (run or not) ends its handlers' delivery threads: their buffers close
+/// and their registrations report removed.
+impl<T, L: ListWatcher<T>, M> Drop for SharedIndexInformer<T, L, M> {
+    fn drop(&mut self) {
+        self.shared.stop();
+    }
+}
+
 impl<T, L: ListWatcher<T>, M> fmt::Debug for SharedIndexInformer<T, L, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let l = *self.shared.lifecycle.borrow();

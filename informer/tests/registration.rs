@@ -192,3 +192,15 @@ async fn the_metrics_provider_sees_queued_items_latency_and_the_store_version() 
     assert!(*recorded.observations.lock().unwrap() >= 5);
     running.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_an_informer_that_never_ran_ends_its_handlers() {
+    let (clock, src) = source();
+    let inf = informer(&clock, &src, Duration::ZERO);
+    let reg = inf.add_event_handler(Recorder::new()).unwrap();
+    assert!(!reg.is_removed());
+    drop(inf);
+    assert!(reg.is_removed());
+    tokio::time::timeout(WAIT, reg.stopped()).await.unwrap();
+    assert!(!tokio::time::timeout(WAIT, reg.synced()).await.unwrap());
+}
