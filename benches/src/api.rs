@@ -189,6 +189,10 @@ pub trait IndexedStore<T> {
     fn list(&self) -> Vec<Arc<T>>;
     /// Number of objects.
     fn len(&self) -> usize;
+    /// Whether the store is empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 impl<T: Send + Sync, M: kcache_core::Meta<T>> IndexedStore<T> for kcache_indexer::Indexer<T, M> {

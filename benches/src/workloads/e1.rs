@@ -18,6 +18,7 @@ use crate::objects::{
 };
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
+use kcache_core::{Clock, SystemClock};
 use kcache_informer::{InformerOptions, ResourceEventHandler, SharedIndexInformer};
 use kcache_memory::{MemoryConfig, MemorySource};
 use kube_runtime::reflector;
@@ -103,7 +104,7 @@ fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
         if now() >= deadline {
             return false;
         }
-        thread::sleep(Duration::from_micros(50));
+        SystemClock.sleep(Duration::from_micros(50));
     }
     true
 }
