@@ -31,7 +31,7 @@
 //! let informer: Arc<SharedIndexInformer<ConfigMap, _, KubeMeta>> = Arc::new(
 //!     SharedIndexInformer::with_accessor(lw, InformerOptions::new().name("configmaps")),
 //! );
-//! informer.add_event_handler(HandlerFuncs::new().on_add(|cm: &Arc<ConfigMap>, _initial| {
+//! informer.add_event_handler(HandlerFuncs::new().add_func(|cm: &Arc<ConfigMap>, _initial| {
 //!     println!("{:?}", cm.metadata.name);
 //! }))?;
 //! informer.run(std::future::pending()).await?;

@@ -278,16 +278,19 @@ async fn dynamic_objects_and_metadata_only_objects_list_and_watch() {
     );
 }
 
+/// What the tests compare: key → (version, data).
+type State = BTreeMap<String, (ResourceVersion, Option<BTreeMap<String, String>>)>;
+
 /// The simplest store: a shared map of key → (version, data).
 #[derive(Clone, Default)]
-struct Map(Arc<Mutex<BTreeMap<String, (ResourceVersion, Option<BTreeMap<String, String>>)>>>);
+struct Map(Arc<Mutex<State>>);
 
 impl Map {
     fn entry(o: &ConfigMap) -> (String, (ResourceVersion, Option<BTreeMap<String, String>>)) {
         let key = KubeMeta::key(o).map(|k| k.to_string()).unwrap_or_default();
         (key, (KubeMeta::resource_version(o), o.data.clone()))
     }
-    fn snapshot(&self) -> BTreeMap<String, (ResourceVersion, Option<BTreeMap<String, String>>)> {
+    fn snapshot(&self) -> State {
         self.0.lock().unwrap().clone()
     }
 }
