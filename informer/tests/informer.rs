@@ -8,7 +8,7 @@ use kcache_indexer::Indexers;
 use kcache_informer::{
     BufferMode, Event, HandlerFuncs, HandlerOptions, InformerError, ResourceVersionError,
 };
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -74,33 +74,34 @@ async fn the_cache_is_written_before_handlers_hear_of_a_change() {
     let inf = informer(&clock, &src, Duration::ZERO);
     let cache = inf.indexer();
     let (c1, c2) = (cache.clone(), cache);
-    let wrong = Arc::new(AtomicBool::new(false));
-    let (w1, w2) = (wrong.clone(), wrong.clone());
-    let rec = Recorder::new();
+    // What the cache held when the handler was called: (add saw it, delete saw it gone).
+    let seen = Recorder::new();
+    let (s1, s2) = (seen.clone(), seen.clone());
+    let in_cache = Arc::new(Mutex::new(Vec::new()));
+    let (i1, i2) = (in_cache.clone(), in_cache.clone());
     inf.add_event_handler(
         HandlerFuncs::new()
-            .add_func(move |p: &Arc<Pod>, _| {
-                // The object may have moved on since, but it is cached (or already deleted
-                // after a later event: not in this test).
-                if c1.get_by_key(&p.key()).is_none() {
-                    w1.store(true, Ordering::SeqCst);
-                }
+            .add_func(move |p: &Arc<Pod>, i| {
+                i1.lock().unwrap().push(c1.get_by_key(&p.key()).is_some());
+                use kcache_informer::ResourceEventHandler;
+                s1.on_add(p, i);
             })
             .delete_func(move |d| {
-                if c2.get_by_key(d.key()).is_some() {
-                    w2.store(true, Ordering::SeqCst);
-                }
+                i2.lock().unwrap().push(c2.get_by_key(d.key()).is_none());
+                use kcache_informer::ResourceEventHandler;
+                s2.on_delete(d);
             }),
     )
     .unwrap();
-    inf.add_event_handler(rec.clone()).unwrap();
     let running = run(&inf);
     synced(&inf).await;
+    // One change at a time, so the cache cannot have moved on when the handler looks.
     src.create(Pod::new("a", 1)).unwrap();
+    seen.wait_for(1).await;
     src.delete("default/a").unwrap();
-    rec.wait_for(2).await;
+    seen.wait_for(2).await;
     running.stop().await;
-    assert!(!wrong.load(Ordering::SeqCst));
+    assert_eq!(*in_cache.lock().unwrap(), [true, true]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
