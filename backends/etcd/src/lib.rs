@@ -34,10 +34,12 @@
 //!   read in pages ([`DEFAULT_INTERNAL_PAGE_SIZE`]) at one revision.
 //!
 //! # Watching
-//! - from `"N"`: etcd's watch from revision `N + 1` over the prefix, with the previous values (to
-//!   name deleted objects) and progress notifications: an etcd progress notification (sent only
-//!   to a watcher that is in sync) becomes a [`Bookmark`](kcache_reflector::Bookmark) at its
-//!   revision when bookmarks are allowed. `N` newer than etcd → `FutureRevision`.
+//! - from `"N"`: etcd's watch from revision `N + 1` over the prefix, with progress notifications:
+//!   an etcd progress notification (sent only to a watcher that is in sync) becomes a
+//!   [`Bookmark`](kcache_reflector::Bookmark) at its revision when bookmarks are allowed. `N`
+//!   newer than etcd → `FutureRevision`. A deletion's last state is read at the revision before
+//!   it (only for deletions: etcd 3.4's `prev_kv` would read one for every event and cap a watch
+//!   at a few thousand events per second).
 //! - from a compacted revision: etcd 3.4 does not fail the request; it creates the watch and then
 //!   cancels it with `compact_revision` set. That cancellation becomes a [`EtcdError::Compacted`]
 //!   item (kind Expired: the reflector relists), or the error of `watch` itself when it arrives

@@ -4,7 +4,10 @@ use crate::decoder::Decoder;
 use crate::error::classify;
 use crate::keys::{parse_revision, revision_rv};
 use crate::{Codec, EtcdError, EtcdListWatcher, MalformedValue};
-use etcd_client::{WatchOptions as EtcdWatchOptions, WatchResponse, WatchStream as EtcdStream};
+use etcd_client::{
+    GetOptions, KvClient, WatchOptions as EtcdWatchOptions, WatchResponse,
+    WatchStream as EtcdStream,
+};
 use futures::future::Either;
 use kcache_core::{Meta, Sleep};
 use kcache_reflector::{Bookmark, WatchEvent, WatchOptions, WatchStream};
@@ -12,6 +15,9 @@ use std::collections::VecDeque;
 use std::pin::pin;
 
 type Item<T> = Result<WatchEvent<T>, EtcdError>;
+
+/// How many previous values (of deleted keys) are read at once.
+const PREVIOUS_READS_IN_FLIGHT: usize = 64;
 
 /// Opens a watch (see the crate documentation, "Watching").
 pub(crate) async fn open<T, C, M>(
@@ -59,7 +65,6 @@ where
     let watch_opts = EtcdWatchOptions::new()
         .with_range(lw.decoder.prefix.end())
         .with_start_revision(from + 1)
-        .with_prev_key()
         .with_progress_notify();
     let mut stream = client
         .watch(lw.decoder.prefix.start(), Some(watch_opts))
@@ -67,6 +72,10 @@ where
         .map_err(|e| classify(e, from))?;
     let mut state = State {
         decoder: lw.decoder.clone(),
+        kv: lw
+            .client
+            .kv_client()
+            .max_decoding_message_size(lw.max_message_size),
         stream: None,
         queue: VecDeque::new(),
         deadline,
@@ -96,7 +105,7 @@ where
             }
             break;
         }
-        state.handle(&resp);
+        state.handle(&resp).await;
     }
     queue.append(&mut state.queue);
     state.queue = queue;
@@ -129,6 +138,8 @@ fn cancellation(resp: &WatchResponse, from: i64) -> Option<EtcdError> {
 
 struct State<T, C, M> {
     decoder: Decoder<T, C, M>,
+    /// Reads the previous values of deleted keys (see `previous`).
+    kv: KvClient,
     stream: Option<EtcdStream>,
     queue: VecDeque<Item<T>>,
     deadline: Option<Sleep>,
@@ -169,7 +180,7 @@ impl<T, C: Codec<T>, M: Meta<T>> State<T, C, M> {
                 return None;
             };
             match next {
-                Ok(Some(resp)) => self.handle(&resp),
+                Ok(Some(resp)) => self.handle(&resp).await,
                 Ok(None) => self.queue.push_back(Err(EtcdError::WatchEnded)),
                 Err(e) => self.queue.push_back(Err(classify(e, self.last_rev))),
             }
@@ -183,7 +194,7 @@ impl<T, C: Codec<T>, M: Meta<T>> State<T, C, M> {
     }
 
     /// Queues the events of one watch response.
-    fn handle(&mut self, resp: &WatchResponse) {
+    async fn handle(&mut self, resp: &WatchResponse) {
         if let Some(err) = cancellation(resp, self.last_rev) {
             self.queue.push_back(Err(err));
             return;
@@ -202,23 +213,53 @@ impl<T, C: Codec<T>, M: Meta<T>> State<T, C, M> {
             }
             return;
         }
-        let mut bad: Vec<MalformedValue> = Vec::new();
-        for ev in events {
+        // Decode the new values; deletions and undecodable puts need the previous value.
+        let mut decoded: Vec<Option<Result<T, MalformedValue>>> = Vec::with_capacity(events.len());
+        let mut wanted: Vec<(usize, Vec<u8>, i64)> = Vec::new();
+        for (i, ev) in events.iter().enumerate() {
             let Some(kv) = ev.kv() else {
                 self.queue.push_back(Err(EtcdError::Protocol(
                     "a watch event without a key-value".into(),
                 )));
                 return;
             };
-            let rev = kv.mod_revision();
-            self.last_rev = self.last_rev.max(rev);
-            let prev = ev
-                .prev_kv()
-                .map(|p| self.decoder.decode(p.key(), p.value(), rev));
             // A deletion resets a key's version to 0 (etcd's API contract); reading the version
             // avoids `Event::event_type`, which panics on an unknown type.
             if kv.version() == 0 {
-                match prev {
+                decoded.push(None);
+                wanted.push((i, kv.key().to_vec(), kv.mod_revision()));
+            } else {
+                let d = self.decoder.decode(kv.key(), kv.value(), kv.mod_revision());
+                if d.is_err() {
+                    wanted.push((i, kv.key().to_vec(), kv.mod_revision()));
+                }
+                decoded.push(Some(d));
+            }
+        }
+        let mut previous: Vec<Option<Result<T, MalformedValue>>> =
+            (0..events.len()).map(|_| None).collect();
+        for chunk in wanted.chunks(PREVIOUS_READS_IN_FLIGHT) {
+            let reads = chunk.iter().map(|(_, key, rev)| {
+                read_previous(self.kv.clone(), &self.decoder, key.clone(), *rev)
+            });
+            for ((i, _, _), res) in chunk.iter().zip(futures::future::join_all(reads).await) {
+                match res {
+                    Ok(p) => previous[*i] = p,
+                    Err(e) => {
+                        self.queue.push_back(Err(e));
+                        return;
+                    }
+                }
+            }
+        }
+        let mut bad: Vec<MalformedValue> = Vec::new();
+        for ((ev, new), prev) in events.iter().zip(decoded).zip(previous) {
+            let Some(kv) = ev.kv() else { continue };
+            let rev = kv.mod_revision();
+            self.last_rev = self.last_rev.max(rev);
+            match new {
+                // A deletion: its last state, stamped with the deletion's revision.
+                None => match prev {
                     Some(Ok(obj)) => self.queue.push_back(Ok(WatchEvent::Deleted(obj.into()))),
                     Some(Err(m)) => bad.push(m),
                     None => {
@@ -229,15 +270,12 @@ impl<T, C: Codec<T>, M: Meta<T>> State<T, C, M> {
                             }));
                         return;
                     }
-                }
-                continue;
-            }
-            match self.decoder.decode(kv.key(), kv.value(), rev) {
-                Ok(obj) if kv.create_revision() == rev => {
+                },
+                Some(Ok(obj)) if kv.create_revision() == rev => {
                     self.queue.push_back(Ok(WatchEvent::Added(obj.into())))
                 }
-                Ok(obj) => self.queue.push_back(Ok(WatchEvent::Modified(obj.into()))),
-                Err(m) => {
+                Some(Ok(obj)) => self.queue.push_back(Ok(WatchEvent::Modified(obj.into()))),
+                Some(Err(m)) => {
                     bad.push(m);
                     // The new state cannot be cached: drop the last good one.
                     if let Some(Ok(old)) = prev {
@@ -256,4 +294,26 @@ impl<T, C: Codec<T>, M: Meta<T>> State<T, C, M> {
             self.queue.push_back(Err(EtcdError::Malformed(bad)));
         }
     }
+}
+
+/// The value `key` had just before revision `rev`, decoded and stamped with `rev` (the
+/// revision of the deletion or of the undecodable write); `None` if the key did not exist.
+///
+/// etcd can attach previous values to watch events (`prev_kv`), but etcd 3.4 then reads one
+/// for *every* event, creations and updates included, which caps a watch at a few thousand
+/// events per second; reading them here only for deletions and bad writes does not.
+async fn read_previous<T, C: Codec<T>, M: Meta<T>>(
+    mut kv: KvClient,
+    decoder: &Decoder<T, C, M>,
+    key: Vec<u8>,
+    rev: i64,
+) -> Result<Option<Result<T, MalformedValue>>, EtcdError> {
+    let resp = kv
+        .get(key, Some(GetOptions::new().with_revision(rev - 1)))
+        .await
+        .map_err(|e| classify(e, rev - 1))?;
+    Ok(resp
+        .kvs()
+        .first()
+        .map(|p| decoder.decode(p.key(), p.value(), rev)))
 }
