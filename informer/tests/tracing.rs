@@ -86,12 +86,14 @@ async fn panics_slow_handlers_and_cache_failures_are_reported() {
     tracing::subscriber::set_global_default(Collect(log.clone(), notify)).unwrap();
 
     let clock = kcache_core::FakeClock::new();
-    // Room for the whole burst in the watch buffer (an evicted watcher would relist after a
-    // backoff on the fake clock).
+    // Room for the whole burst in the watch buffer and in the history (an evicted watcher, or a
+    // watch opened after the burst from a version already out of the window, would relist after
+    // a backoff on the fake clock).
     let src: kcache_memory::MemorySource<Pod> = kcache_memory::MemorySource::with_config(
         kcache_memory::MemoryConfig::new()
             .with_clock(clock.clone())
-            .with_watcher_buffer(4096),
+            .with_watcher_buffer(4096)
+            .with_history_window(4096),
     );
     let inf = Arc::new(SharedIndexInformer::with_options(
         src.clone(),
