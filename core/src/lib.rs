@@ -9,7 +9,8 @@
 //! - [`Clock`]: time as an input. [`SystemClock`] in production, [`FakeClock`] in tests: no kcache
 //!   test sleeps, it advances a fake clock.
 //! - [`Meta`] / [`Object`]: how the cache reads an object's key and resource version, also for
-//!   types you do not own.
+//!   types you do not own; [`MetaMut`] / [`SetResourceVersion`]: how a source stamps the version
+//!   it assigns into an object.
 //! - [`ReflectorStore`] / [`KnownObjects`]: the traits between a reflector and the stores it feeds.
 //! - [`sync`]: the loom-aware synchronization shim (`--cfg kcache_loom` swaps in loom's types).
 //!
@@ -42,6 +43,6 @@ pub use clock::{
     far_future, saturating_add, Clock, ClockWaker, FakeClock, Sleep, Subscription, SystemClock,
 };
 pub use key::{split_key, KeyError, ObjectKey};
-pub use meta::{Meta, Object, ObjectAccessor};
+pub use meta::{Meta, MetaMut, Object, ObjectAccessor, SetResourceVersion};
 pub use resource_version::ResourceVersion;
 pub use store::{KnownObjects, ReflectorStore};

@@ -66,3 +66,87 @@ impl<T: Object + ?Sized> Meta<T> for ObjectAccessor {
         Object::resource_version(obj)
     }
 }
+
+/// The write half of [`Meta`]: stamps a resource version into an object.
+///
+/// As in Kubernetes, a stored object carries its own resource version, so whatever reads it
+/// through the [`Meta`] accessor (a reflector, a store) sees the version of the write that made
+/// it. A source of truth calls [`MetaMut::set_resource_version`] on every object it stores or
+/// decodes: the in-memory source (`kcache-memory`) on every created or updated object and on the
+/// last state of a deleted one, the etcd backend (`kcache-etcd`) after decoding a value at its
+/// `mod_revision`.
+///
+/// Types you own: implement [`Object`] and [`SetResourceVersion`] and use [`ObjectAccessor`].
+/// Types you do not own: implement `Meta<T>` and `MetaMut<T>` on your own zero-sized accessor.
+///
+/// # Examples
+/// An accessor for a type this crate does not own (here a map of labels):
+/// ```
+/// use kcache_core::{KeyError, Meta, MetaMut, ObjectKey, ResourceVersion};
+/// use std::collections::BTreeMap;
+///
+/// struct LabelsMeta;
+///
+/// impl Meta<BTreeMap<String, String>> for LabelsMeta {
+///     fn key(obj: &BTreeMap<String, String>) -> Result<ObjectKey, KeyError> {
+///         let name = obj.get("name").ok_or(KeyError::MissingName)?;
+///         ObjectKey::cluster(name)
+///     }
+///     fn resource_version(obj: &BTreeMap<String, String>) -> ResourceVersion {
+///         obj.get("rv").map(|rv| ResourceVersion::from(rv.as_str())).unwrap_or_default()
+///     }
+/// }
+///
+/// impl MetaMut<BTreeMap<String, String>> for LabelsMeta {
+///     fn set_resource_version(obj: &mut BTreeMap<String, String>, rv: ResourceVersion) {
+///         obj.insert("rv".into(), rv.as_str().to_owned());
+///     }
+/// }
+///
+/// let mut labels = BTreeMap::from([("name".to_owned(), "web".to_owned())]);
+/// LabelsMeta::set_resource_version(&mut labels, ResourceVersion::from("5"));
+/// assert_eq!(LabelsMeta::resource_version(&labels).as_str(), "5");
+/// assert_eq!(LabelsMeta::key(&labels)?.as_str(), "web");
+/// # Ok::<(), KeyError>(())
+/// ```
+pub trait MetaMut<T: ?Sized>: Meta<T> {
+    /// Writes `rv` into `obj`, so that `Self::resource_version(obj)` returns it afterwards.
+    fn set_resource_version(obj: &mut T, rv: ResourceVersion);
+}
+
+/// A type that can store its resource version (the counterpart of [`Object::resource_version`]).
+///
+/// With [`Object`], it makes [`ObjectAccessor`] a [`MetaMut`] for the type, which is what the
+/// in-memory source and the etcd backend's default codec need.
+///
+/// # Examples
+/// ```
+/// use kcache_core::{Meta, MetaMut, Object, ObjectAccessor, ResourceVersion, SetResourceVersion};
+///
+/// #[derive(Clone)]
+/// struct Job { name: String, rv: ResourceVersion }
+///
+/// impl Object for Job {
+///     fn namespace(&self) -> Option<&str> { None }
+///     fn name(&self) -> &str { &self.name }
+///     fn resource_version(&self) -> ResourceVersion { self.rv.clone() }
+/// }
+///
+/// impl SetResourceVersion for Job {
+///     fn set_resource_version(&mut self, rv: ResourceVersion) { self.rv = rv; }
+/// }
+///
+/// let mut job = Job { name: "nightly".into(), rv: ResourceVersion::default() };
+/// <ObjectAccessor as MetaMut<Job>>::set_resource_version(&mut job, ResourceVersion::from("8"));
+/// assert_eq!(ObjectAccessor::resource_version(&job).as_str(), "8");
+/// ```
+pub trait SetResourceVersion {
+    /// Stores `rv` as this object's resource version.
+    fn set_resource_version(&mut self, rv: ResourceVersion);
+}
+
+impl<T: Object + SetResourceVersion + ?Sized> MetaMut<T> for ObjectAccessor {
+    fn set_resource_version(obj: &mut T, rv: ResourceVersion) {
+        SetResourceVersion::set_resource_version(obj, rv);
+    }
+}

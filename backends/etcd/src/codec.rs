@@ -1,6 +1,6 @@
 //! How objects become etcd values and back: the [`Codec`] trait and the default [`JsonCodec`].
 
-use kcache_core::ResourceVersion;
+use kcache_core::{ResourceVersion, SetResourceVersion};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::fmt;
@@ -61,15 +61,13 @@ pub trait Codec<T>: Send + Sync + 'static {
     ) -> Result<T, CodecError>;
 }
 
-/// A type that can store its resource version, so a codec can stamp it after decoding.
-///
-/// The same shape as `kcache_memory::SetResourceVersion`; the etcd backend does not depend on the
-/// memory backend, so it has its own.
+/// The default codec: `serde_json`, with the resource version stamped after decoding through
+/// [`SetResourceVersion`] (kcache-core's, re-exported by this crate).
 ///
 /// # Examples
 /// ```
 /// use kcache_core::ResourceVersion;
-/// use kcache_etcd::SetResourceVersion;
+/// use kcache_etcd::{Codec, JsonCodec, SetResourceVersion};
 ///
 /// #[derive(serde::Serialize, serde::Deserialize)]
 /// struct Job {
@@ -81,14 +79,13 @@ pub trait Codec<T>: Send + Sync + 'static {
 /// impl SetResourceVersion for Job {
 ///     fn set_resource_version(&mut self, rv: ResourceVersion) { self.rv = rv; }
 /// }
+///
+/// let bytes = JsonCodec.encode(&Job { name: "nightly".into(), rv: "3".into() })?;
+/// assert_eq!(bytes, br#"{"name":"nightly"}"#);
+/// let job: Job = JsonCodec.decode("nightly", &bytes, ResourceVersion::from("12"))?;
+/// assert_eq!((job.name.as_str(), job.rv.as_str()), ("nightly", "12"));
+/// # Ok::<(), kcache_etcd::CodecError>(())
 /// ```
-pub trait SetResourceVersion {
-    /// Stores `rv` as this object's resource version.
-    fn set_resource_version(&mut self, rv: ResourceVersion);
-}
-
-/// The default codec: `serde_json`, with the resource version stamped after decoding through
-/// [`SetResourceVersion`].
 ///
 /// Mark the resource-version field `#[serde(skip)]` (with a `Default`): it is not stored, since
 /// etcd's `mod_revision` is the version. Storing it does no harm (decoding overwrites it), but it

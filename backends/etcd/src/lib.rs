@@ -152,7 +152,10 @@ mod list_watcher;
 mod objects;
 mod watch;
 
-pub use codec::{Codec, CodecError, JsonCodec, SetResourceVersion};
+pub use codec::{Codec, CodecError, JsonCodec};
 pub use error::{EtcdError, MalformedValue};
+/// Re-exported from [`kcache_core`], where they live (shared with kcache-memory), so
+/// `kcache_etcd::SetResourceVersion` keeps working.
+pub use kcache_core::{MetaMut, SetResourceVersion};
 pub use list_watcher::{EtcdListWatcher, DEFAULT_INTERNAL_PAGE_SIZE, DEFAULT_MAX_MESSAGE_SIZE};
 pub use objects::EtcdObjects;

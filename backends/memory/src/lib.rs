@@ -10,8 +10,11 @@
 //! # Resource versions
 //! A `u64` counter rendered as decimal text: a new source is at `"1"`, each write takes the next
 //! number. The version is stamped into the stored object through [`MetaMut`] (for your own types:
-//! implement [`kcache_core::Object`] and [`SetResourceVersion`]), so every reader sees the version
-//! of the write that made the object, as in Kubernetes.
+//! implement [`kcache_core::Object`] and [`SetResourceVersion`], both from kcache-core and
+//! re-exported here), so every reader sees the version of the write that made the object, as in
+//! Kubernetes. The source stamps every created or updated object before it stores it (no copy:
+//! the object is yours, passed by value), and a copy of the last state of a deleted object (the
+//! `Deleted` event carries the deletion's version).
 //!
 //! # Listing
 //! - `resource_version` `""` or `"0"`: the current state.
@@ -96,11 +99,12 @@ mod error;
 mod history;
 mod list_watch;
 mod source;
-mod stamp;
 mod sync;
 mod watch;
 
 pub use config::MemoryConfig;
 pub use error::MemoryError;
+/// Re-exported from [`kcache_core`], where they live, so `kcache_memory::SetResourceVersion`
+/// keeps working.
+pub use kcache_core::{MetaMut, SetResourceVersion};
 pub use source::MemorySource;
-pub use stamp::{MetaMut, SetResourceVersion};
