@@ -34,9 +34,11 @@ pub enum BufferMode {
     Ordered,
     /// At most one pending notification per key, the latest state: an update after an
     /// undelivered add stays an add with the newest object, an add followed by a delete cancels
-    /// out, a delete after an update is the delete, a re-add after an undelivered delete is an
-    /// update from the deleted state. For level-triggered handlers: memory is bounded by the
-    /// number of keys, not of events.
+    /// out, a delete after an update is the delete (carrying the final state), a re-add after an
+    /// undelivered delete is an update from the state the handler last saw. Every notification
+    /// still makes sense for what the handler saw before (adds of unknown keys, updates and
+    /// deletes of known ones), and once drained its view equals the cache. For level-triggered
+    /// handlers: memory is bounded by the number of keys, not of events.
     Coalescing,
 }
 

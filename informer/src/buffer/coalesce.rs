@@ -3,12 +3,23 @@
 use crate::event::{Event, Notification};
 use kcache_core::ObjectKey;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 /// Pending notifications, one per key, handed out in the order each key first became pending.
+///
+/// Each entry also remembers what the handler knew of the key before it (`known`): nothing
+/// before an add, the old state before an update, the deleted state before a delete. A merge
+/// that has to express "the handler knew X, the key now holds Y" builds its update from it.
 pub(crate) struct Coalescing<T> {
     order: BTreeMap<u64, ObjectKey>,
-    by_key: HashMap<ObjectKey, (u64, Notification<T>)>,
+    by_key: HashMap<ObjectKey, Entry<T>>,
     next_seq: u64,
+}
+
+struct Entry<T> {
+    seq: u64,
+    pending: Notification<T>,
+    known: Option<Arc<T>>,
 }
 
 impl<T> Coalescing<T> {
@@ -32,15 +43,34 @@ impl<T> Coalescing<T> {
                 let seq = self.next_seq;
                 self.next_seq += 1;
                 self.order.insert(seq, n.key.clone());
-                self.by_key.insert(n.key.clone(), (seq, n));
+                let known = match &n.event {
+                    Event::Added { .. } => None,
+                    Event::Updated { old, .. } => Some(old.clone()),
+                    Event::Deleted(d) => d.object().cloned(),
+                };
+                let entry = Entry {
+                    seq,
+                    pending: n,
+                    known,
+                };
+                self.by_key.insert(entry.pending.key.clone(), entry);
                 0
             }
-            Some((seq, old)) => {
+            Some(Entry {
+                seq,
+                pending: old,
+                known,
+            }) => {
                 let before = usize::from(old.initial) + usize::from(n.initial);
-                match merge(old, n) {
+                match merge(old, n, known.as_ref()) {
                     Some(merged) => {
                         let after = usize::from(merged.initial);
-                        self.by_key.insert(merged.key.clone(), (seq, merged));
+                        let entry = Entry {
+                            seq,
+                            pending: merged,
+                            known,
+                        };
+                        self.by_key.insert(entry.pending.key.clone(), entry);
                         before - after
                     }
                     None => {
@@ -54,12 +84,12 @@ impl<T> Coalescing<T> {
 
     pub(crate) fn pop(&mut self) -> Option<Notification<T>> {
         let (_, key) = self.order.pop_first()?;
-        self.by_key.remove(&key).map(|(_, n)| n)
+        self.by_key.remove(&key).map(|e| e.pending)
     }
 
     /// Drops everything; returns how many pending notifications were initial.
     pub(crate) fn clear(&mut self) -> usize {
-        let initial = self.by_key.values().filter(|(_, n)| n.initial).count();
+        let initial = self.by_key.values().filter(|e| e.pending.initial).count();
         self.order.clear();
         self.by_key.clear();
         initial
@@ -67,8 +97,13 @@ impl<T> Coalescing<T> {
 }
 
 /// The notification that stands for `old` followed by `new` (same key) for a handler that only
-/// needs the latest state, or `None` when they cancel out.
-fn merge<T>(old: Notification<T>, new: Notification<T>) -> Option<Notification<T>> {
+/// needs the latest state, or `None` when they cancel out. `known` is what the handler knew of
+/// the key before `old`.
+fn merge<T>(
+    old: Notification<T>,
+    new: Notification<T>,
+    known: Option<&Arc<T>>,
+) -> Option<Notification<T>> {
     let key = new.key;
     let event = match (old.event, new.event) {
         // Still unknown to the handler: it stays an add, with the newest object.
@@ -105,10 +140,10 @@ fn merge<T>(old: Notification<T>, new: Notification<T>) -> Option<Notification<T
         (Event::Updated { .. }, Event::Deleted(d)) | (Event::Deleted(_), Event::Deleted(d)) => {
             Event::Deleted(d)
         }
-        // Deleted, then back: the handler knows the deleted state, so it gets an update from it
-        // (or an add when the deleted state is unknown).
-        (Event::Deleted(d), Event::Added { obj, .. })
-        | (Event::Deleted(d), Event::Updated { new: obj, .. }) => match d.object() {
+        // Deleted, then back: the handler still holds what it knew, so it gets an update from
+        // that (or an add when it knew nothing).
+        (Event::Deleted(_), Event::Added { obj, .. })
+        | (Event::Deleted(_), Event::Updated { new: obj, .. }) => match known {
             Some(prev) => Event::Updated {
                 old: prev.clone(),
                 new: obj,

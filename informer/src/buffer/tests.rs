@@ -129,3 +129,95 @@ fn waiting_for_the_consumer_returns_once_it_finished() {
     b.wait_consumer_done();
     consumer.join().unwrap();
 }
+
+mod model {
+    //! The coalescing buffer against a model: whatever the interleaving of pushes and
+    //! deliveries, every delivered notification makes sense for what the handler already saw
+    //! (adds of unknown keys, updates and deletes of known ones), at most one notification per
+    //! key is pending, and once drained the handler's view equals the truth.
+
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    fn push(b: &Buffer<u32>, truth: &mut BTreeMap<u8, u32>, key: u8, kind: u8, value: u32) {
+        let k = ObjectKey::new(format!("k{key}")).unwrap();
+        let event = match (truth.get(&key).copied(), kind % 3) {
+            (None, _) => {
+                truth.insert(key, value);
+                Event::Added {
+                    obj: Arc::new(value),
+                    is_in_initial_list: false,
+                }
+            }
+            (Some(old), 0) => {
+                truth.remove(&key);
+                Event::Deleted(DeletedObject::observed(k.clone(), Arc::new(old)))
+            }
+            (Some(old), _) => {
+                truth.insert(key, value);
+                Event::Updated {
+                    old: Arc::new(old),
+                    new: Arc::new(value),
+                }
+            }
+        };
+        assert!(b.push(Notification::new(k, event)));
+    }
+
+    fn deliver(b: &Buffer<u32>, view: &mut BTreeMap<String, u32>) {
+        let n = b.pop_blocking().unwrap();
+        let key = n.key.as_str().to_owned();
+        match &n.event {
+            Event::Added { obj, .. } => {
+                assert!(
+                    !view.contains_key(&key),
+                    "add of a key the handler knows: {key}"
+                );
+                view.insert(key, **obj);
+            }
+            Event::Updated { old, new } => {
+                assert_eq!(
+                    view.get(&key),
+                    Some(&**old),
+                    "update from a state the handler never saw"
+                );
+                view.insert(key, **new);
+            }
+            Event::Deleted(_) => {
+                // The deleted object is the key's final state, which may be newer than what
+                // the handler knew (intermediate updates were coalesced away).
+                assert!(
+                    view.contains_key(&key),
+                    "delete of a key the handler does not know"
+                );
+                view.remove(&key);
+            }
+        }
+        b.complete(n.initial);
+    }
+
+    proptest! {
+        #[test]
+        fn a_coalescing_buffer_converges_to_the_truth_with_one_pending_per_key(
+            ops in proptest::collection::vec((0u8..4, 0u8..3, 0u32..100, any::<bool>()), 0..200)
+        ) {
+            let b = Buffer::new(BufferMode::Coalescing);
+            let mut truth = BTreeMap::new();
+            let mut view = BTreeMap::new();
+            for (key, kind, value, pop) in ops {
+                push(&b, &mut truth, key, kind, value);
+                prop_assert!(b.pending() <= 4);
+                if pop && b.pending() > 0 {
+                    deliver(&b, &mut view);
+                }
+            }
+            while b.pending() > 0 {
+                deliver(&b, &mut view);
+            }
+            let want: BTreeMap<String, u32> =
+                truth.iter().map(|(k, v)| (format!("k{k}"), *v)).collect();
+            prop_assert_eq!(view, want);
+        }
+    }
+}
