@@ -1,5 +1,11 @@
 //! Informer metrics with client-go's names, through a small provider trait.
 
+#[cfg(feature = "prometheus")]
+mod prometheus;
+
+#[cfg(feature = "prometheus")]
+pub use self::prometheus::PrometheusInformerMetrics;
+
 use std::fmt;
 use std::sync::Arc;
 

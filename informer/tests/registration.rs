@@ -204,3 +204,46 @@ async fn dropping_an_informer_that_never_ran_ends_its_handlers() {
     tokio::time::timeout(WAIT, reg.stopped()).await.unwrap();
     assert!(!tokio::time::timeout(WAIT, reg.synced()).await.unwrap());
 }
+
+#[cfg(feature = "prometheus")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_prometheus_provider_exports_client_go_names_after_real_events() {
+    use kcache_informer::PrometheusInformerMetrics;
+    use prometheus_client::{encoding::text::encode, registry::Registry};
+    let (clock, src) = source();
+    let mut registry = Registry::default();
+    let metrics = PrometheusInformerMetrics::new(&mut registry);
+    let inf = Arc::new(SharedIndexInformer::with_options(
+        src.clone(),
+        InformerOptions::new()
+            .name("pods")
+            .clock(Arc::new(clock.clone()))
+            .metrics(Arc::new(metrics)),
+    ));
+    let rec = Recorder::new();
+    inf.add_event_handler_with_options(rec.clone(), HandlerOptions::new().name("h"))
+        .unwrap();
+    let running = run(&inf);
+    synced(&inf).await;
+    let p = src.create(Pod::new("a", 0)).unwrap();
+    applied(&inf, &p.rv).await;
+    rec.wait_for(1).await;
+    running.stop().await;
+    let mut text = String::new();
+    encode(&mut text, &registry).unwrap();
+    assert!(
+        text.contains(r#"informer_queued_items{name="pods",handler="h"} 0"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"informer_processing_latency_seconds_count{name="pods"} 1"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            r#"informer_store_resource_version{{name="pods"}} {}"#,
+            p.rv
+        )),
+        "{text}"
+    );
+}
