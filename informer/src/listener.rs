@@ -75,6 +75,7 @@ pub(crate) fn spawn_delivery<T: Send + Sync + 'static>(
         .name(thread_name)
         .spawn(move || {
             *l.delivery_thread.lock() = Some(std::thread::current().id());
+            let _span = tracing::info_span!("informer_handler", handler = %l.name).entered();
             run_delivery(&l, &*handler, &*clock);
         })?;
     drop(handle);

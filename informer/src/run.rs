@@ -13,6 +13,7 @@ use std::cmp::Ordering;
 use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
+use tracing::Instrument;
 
 impl<T, L, M> SharedIndexInformer<T, L, M>
 where
@@ -79,8 +80,9 @@ where
             })
             .build();
 
-        tracing::debug!(informer = %shared.name, "informer starting");
-        {
+        let span = tracing::info_span!("informer", informer = %shared.name);
+        async {
+            tracing::debug!("informer starting");
             let source = pin!(reflector.run_until(stop));
             let pop = pin!(pop_loop(&fifo, &shared));
             if let Either::Right(((), source)) = select(source, pop).await {
@@ -88,6 +90,8 @@ where
                 source.await;
             }
         }
+        .instrument(span)
+        .await;
         fifo.close();
         shared.stop();
         tracing::debug!(informer = %shared.name, "informer stopped");
