@@ -147,9 +147,9 @@ pub use filtering::FilteringHandler;
 pub use handler::{HandlerFuncs, ResourceEventHandler};
 #[cfg(not(kcache_loom))]
 pub use informer::{SharedIndexInformer, WatchErrorHandler};
-pub use metrics::{GaugeMetric, HistogramMetric, InformerMetricsProvider};
 #[cfg(feature = "prometheus")]
 pub use metrics::PrometheusInformerMetrics;
+pub use metrics::{GaugeMetric, HistogramMetric, InformerMetricsProvider};
 pub use options::InformerOptions;
 #[cfg(not(kcache_loom))]
 pub use reader::CacheReader;
