@@ -9,7 +9,6 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kcache_core::{KeyError, Meta, ObjectKey, ResourceVersion};
 use kcache_memory::MetaMut;
-use stats_alloc::INSTRUMENTED_SYSTEM;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -111,36 +110,41 @@ pub fn rv(cm: &ConfigMap) -> u64 {
         .unwrap_or(0)
 }
 
-/// Bytes currently allocated through the counting global allocator of the `workloads` binary.
+/// Runs `f` and returns its result with the bytes it left allocated (allocated minus freed) on
+/// the calling thread.
 ///
-/// # Errors
-/// A message when the process does not count allocations (its global allocator is not
-/// `stats_alloc::INSTRUMENTED_SYSTEM`).
-pub fn live_bytes() -> Result<i64, String> {
-    let s = INSTRUMENTED_SYSTEM.stats();
-    if s.allocations == 0 {
-        return Err("this process does not count allocations".into());
+/// Allocations are counted by `allocation-counter`'s global allocator, which every binary linking
+/// this crate uses: it counts into thread-local counters (no shared cache line, so threads do not
+/// slow each other down, unlike a global atomic counter) and counts only the calling thread's
+/// allocations: run what is measured on this thread.
+///
+/// # Examples
+/// ```
+/// use kcache_benches::objects::measure_bytes;
+///
+/// let (v, bytes) = measure_bytes(|| vec![0u8; 1000]);
+/// assert_eq!((v.len(), bytes), (1000, 1000));
+/// ```
+pub fn measure_bytes<R>(f: impl FnOnce() -> R) -> (R, i64) {
+    let mut out = None;
+    let info = allocation_counter::measure(|| out = Some(f()));
+    match out {
+        Some(r) => (r, info.bytes_current),
+        None => unreachable!("measure runs its closure once"),
     }
-    Ok(s.bytes_allocated as i64 - s.bytes_deallocated as i64 + s.bytes_reallocated as i64)
 }
 
 /// Builds `n` objects with `make` as `Arc`s, returning them with the bytes each took on average
 /// (its heap strings and map, the `ConfigMap` itself and the `Arc` header): the "object's own
 /// bytes" that the memory metrics subtract. Each kept object is a clone of the one `make` built,
 /// so its strings are allocated exactly as a store's deep clone allocates them.
-///
-/// # Errors
-/// As [`live_bytes`].
-pub fn build_counted(
-    n: usize,
-    make: impl Fn(usize) -> ConfigMap,
-) -> Result<(Vec<Arc<ConfigMap>>, f64), String> {
+pub fn build_counted(n: usize, make: impl Fn(usize) -> ConfigMap) -> (Vec<Arc<ConfigMap>>, f64) {
     let mut out = Vec::with_capacity(n);
-    let before = live_bytes()?;
-    for i in 0..n {
-        let made = make(i);
-        out.push(Arc::new(made.clone()));
-    }
-    let bytes = live_bytes()? - before;
-    Ok((out, bytes as f64 / n as f64))
+    let ((), bytes) = measure_bytes(|| {
+        for i in 0..n {
+            let made = make(i);
+            out.push(Arc::new(made.clone()));
+        }
+    });
+    (out, bytes as f64 / n as f64)
 }

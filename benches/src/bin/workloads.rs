@@ -11,11 +11,6 @@ use std::io::Read;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Duration;
 
-/// Counts allocated bytes, for the store workloads' bytes per object (two relaxed atomic adds per
-/// allocation, paid by every workload and implementation alike).
-#[global_allocator]
-static GLOBAL: &stats_alloc::StatsAlloc<std::alloc::System> = &stats_alloc::INSTRUMENTED_SYSTEM;
-
 const USAGE: &str = "\
 usage: workloads <workload|all> [--impl NAME] [--runs N] [--timeout SECS]
 

@@ -9,7 +9,7 @@ use super::{check, nanos, now, unknown_impl, Metrics, Workload};
 use crate::api::IndexedStore;
 use crate::naive::NaiveStore;
 use crate::objects::{
-    self, build_counted, initial, live_bytes, replacement, ConfigMapMeta, OBJECTS,
+    self, build_counted, initial, measure_bytes, replacement, ConfigMapMeta, OBJECTS,
 };
 use k8s_openapi::api::core::v1::ConfigMap;
 use kcache_indexer::{namespace_index_fn, Indexer, Indexers, NAMESPACE_INDEX};
@@ -59,17 +59,19 @@ fn run(_: &str, name: &str) -> Result<Metrics, String> {
 }
 
 fn drive<S: IndexedStore<ConfigMap>>(store: S) -> Result<Metrics, String> {
-    let (objs, object_bytes) = build_counted(OBJECTS, initial)?;
-    let (repl, _) = build_counted(OBJECTS, replacement)?;
+    let (objs, object_bytes) = build_counted(OBJECTS, initial);
+    let (repl, _) = build_counted(OBJECTS, replacement);
     let namespaces: Vec<String> = (0..NAMESPACES).map(|k| format!("ns-{k}")).collect();
 
-    let before = live_bytes()?;
-    let start = now();
-    for o in &objs {
-        store.add(o.clone())?;
-    }
-    let add = nanos(start, now());
-    let store_bytes = (live_bytes()? - before) as f64 / OBJECTS as f64;
+    let (added, bytes) = measure_bytes(|| {
+        let start = now();
+        for o in &objs {
+            store.add(o.clone())?;
+        }
+        Ok::<_, String>(nanos(start, now()))
+    });
+    let add = added?;
+    let store_bytes = bytes as f64 / OBJECTS as f64;
     check(store.len() == OBJECTS, || {
         format!("i1: {} objects after the adds", store.len())
     })?;
@@ -135,19 +137,20 @@ fn drive<S: IndexedStore<ConfigMap>>(store: S) -> Result<Metrics, String> {
 /// kube-runtime's store: adds and updates as applied watch events, lists as `state()`.
 fn drive_kube() -> Result<Metrics, String> {
     // The objects' own bytes, as the store's deep clone allocates them.
-    let (_, object_bytes) = build_counted(OBJECTS, initial)?;
+    let (_, object_bytes) = build_counted(OBJECTS, initial);
     let adds: Vec<Event<ConfigMap>> = (0..OBJECTS).map(|i| Event::Apply(initial(i))).collect();
     let updates: Vec<Event<ConfigMap>> =
         (0..OBJECTS).map(|i| Event::Apply(replacement(i))).collect();
     let (reader, mut writer) = reflector::store::<ConfigMap>();
 
-    let before = live_bytes()?;
-    let start = now();
-    for e in &adds {
-        writer.apply_watcher_event(e);
-    }
-    let add = nanos(start, now());
-    let store_bytes = (live_bytes()? - before) as f64 / OBJECTS as f64 - object_bytes;
+    let (add, bytes) = measure_bytes(|| {
+        let start = now();
+        for e in &adds {
+            writer.apply_watcher_event(e);
+        }
+        nanos(start, now())
+    });
+    let store_bytes = bytes as f64 / OBJECTS as f64 - object_bytes;
     check(reader.len() == OBJECTS, || {
         format!("i1: {} objects after the adds", reader.len())
     })?;
