@@ -4,11 +4,11 @@ use std::fmt;
 
 pub(crate) const USAGE: &str = "\
 usage: kcache-demo [--sets N] [--max-replicas R] [--workers W] [--duration-secs D] [--seed S]
-                   [--chaos] [--quiet]
+                   [--chaos] [--quiet] [--etcd URL [--etcd-prefix P]]
 
-A ReplicaSet controller on kcache's in-memory source. Two shared informers (sets; pods with an
-owner index) feed a Controller whose W workers create and delete pods until every set has its
-desired replica count, and delete the pods of deleted sets. For D seconds a seeded \"user\" keeps
+A ReplicaSet controller on kcache's in-memory source (or on etcd, with --etcd). Two shared
+informers (sets; pods with an owner index) feed a Controller whose W workers create and delete
+pods until every set has its desired replica count, and delete the pods of deleted sets. For D seconds a seeded \"user\" keeps
 scaling, deleting and creating sets; then the demo waits for the world to converge, checks it
 against the source, and prints a report.
 
@@ -23,6 +23,13 @@ options:
   --chaos            also delete random pods, and inject watch/list faults (errors, cut and
                      duplicated watches, delays) until the user stops
   --quiet            no progress bar (for CI logs)
+  --etcd URL         keep the world in etcd at URL (e.g. http://127.0.0.1:2379) instead of
+                     the embedded in-memory source: objects written through EtcdObjects,
+                     informers over EtcdListWatcher, the final check against a read of etcd
+                     (needs the demo built with `--features etcd`)
+  --etcd-prefix P    the key prefix in etcd                  (default /kcache-demo/);
+                     the demo deletes whatever is under P + \"replicasets/\" and P + \"pods/\"
+                     when it starts, and leaves its final world there
   -h, --help         print this help
 
 Exit status: 0 when the world converged (every set has exactly its desired pods, no pod is
@@ -32,6 +39,29 @@ const MAX_SETS: usize = 100_000;
 const MAX_REPLICAS: u32 = 1000;
 const MAX_WORKERS: usize = 1024;
 const MAX_DURATION_SECS: u64 = 3600;
+/// The default `--etcd-prefix`.
+#[cfg(feature = "etcd")]
+pub(crate) const DEFAULT_ETCD_PREFIX: &str = "/kcache-demo/";
+
+/// Where the world lives.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Backend {
+    /// kcache's embedded in-memory source (the default).
+    Memory,
+    /// etcd at `url`, under `prefix` (only with the `etcd` feature).
+    #[cfg(feature = "etcd")]
+    Etcd { url: String, prefix: String },
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Memory => f.write_str("the in-memory source"),
+            #[cfg(feature = "etcd")]
+            Self::Etcd { url, prefix } => write!(f, "etcd at {url} (prefix {prefix})"),
+        }
+    }
+}
 
 /// The demo's settings.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,6 +73,7 @@ pub(crate) struct Args {
     pub(crate) seed: u64,
     pub(crate) chaos: bool,
     pub(crate) quiet: bool,
+    pub(crate) backend: Backend,
 }
 
 impl Default for Args {
@@ -55,6 +86,7 @@ impl Default for Args {
             seed: 1,
             chaos: false,
             quiet: false,
+            backend: Backend::Memory,
         }
     }
 }
@@ -79,6 +111,8 @@ impl fmt::Display for UsageError {
 /// Parses the flags (without the program name). Accepts `--flag value` and `--flag=value`.
 pub(crate) fn parse(flags: impl IntoIterator<Item = String>) -> Result<Command, UsageError> {
     let mut args = Args::default();
+    let mut etcd_url: Option<String> = None;
+    let mut etcd_prefix: Option<String> = None;
     let mut flags = flags.into_iter();
     while let Some(flag) = flags.next() {
         match flag.as_str() {
@@ -103,6 +137,8 @@ pub(crate) fn parse(flags: impl IntoIterator<Item = String>) -> Result<Command, 
             "--workers",
             "--duration-secs",
             "--seed",
+            "--etcd",
+            "--etcd-prefix",
         ];
         if !known.contains(&name.as_str()) {
             return Err(UsageError(format!("unknown flag `{name}`")));
@@ -116,10 +152,58 @@ pub(crate) fn parse(flags: impl IntoIterator<Item = String>) -> Result<Command, 
             "--max-replicas" => args.max_replicas = ranged(&name, &value, 0, MAX_REPLICAS)?,
             "--workers" => args.workers = ranged(&name, &value, 1, MAX_WORKERS)?,
             "--duration-secs" => args.duration_secs = ranged(&name, &value, 0, MAX_DURATION_SECS)?,
+            "--etcd" => etcd_url = Some(etcd_endpoint(&value)?),
+            "--etcd-prefix" => etcd_prefix = Some(key_prefix(&value)?),
             _ => args.seed = ranged(&name, &value, 0, u64::MAX)?,
         }
     }
+    args.backend = backend(etcd_url, etcd_prefix)?;
     Ok(Command::Run(args))
+}
+
+/// The backend the `--etcd` flags ask for.
+fn backend(url: Option<String>, prefix: Option<String>) -> Result<Backend, UsageError> {
+    match (url, prefix) {
+        (None, None) => Ok(Backend::Memory),
+        (None, Some(_)) => Err(UsageError("`--etcd-prefix` needs `--etcd URL`".into())),
+        #[cfg(feature = "etcd")]
+        (Some(url), prefix) => Ok(Backend::Etcd {
+            url,
+            prefix: prefix.unwrap_or_else(|| DEFAULT_ETCD_PREFIX.to_owned()),
+        }),
+        #[cfg(not(feature = "etcd"))]
+        (Some(_), _) => Err(UsageError(
+            "`--etcd` needs the demo built with etcd support: \
+             cargo run --release -p kcache-demo --features etcd -- --etcd URL"
+                .into(),
+        )),
+    }
+}
+
+/// An etcd endpoint: `http://` or `https://`, then a host.
+fn etcd_endpoint(value: &str) -> Result<String, UsageError> {
+    let rest = value
+        .strip_prefix("http://")
+        .or_else(|| value.strip_prefix("https://"));
+    match rest {
+        Some(host) if !host.is_empty() && !host.contains(char::is_whitespace) => {
+            Ok(value.to_owned())
+        }
+        _ => Err(UsageError(format!(
+            "`--etcd` got `{value}`: expected an endpoint like http://127.0.0.1:2379"
+        ))),
+    }
+}
+
+/// A key prefix: starts with `/`, and is more than `/` (the demo clears two prefixes below it).
+fn key_prefix(value: &str) -> Result<String, UsageError> {
+    if value.starts_with('/') && !value.trim_matches('/').is_empty() {
+        Ok(value.to_owned())
+    } else {
+        Err(UsageError(format!(
+            "`--etcd-prefix` got `{value}`: expected a key prefix like /kcache-demo/ (not `/`)"
+        )))
+    }
 }
 
 fn ranged<N>(name: &str, value: &str, min: N, max: N) -> Result<N, UsageError>
@@ -174,8 +258,55 @@ mod tests {
             duration_secs: 0,
             chaos: true,
             quiet: true,
+            backend: Backend::Memory,
         };
         assert_eq!(parsed, Ok(Command::Run(expected)));
+    }
+
+    #[test]
+    fn bad_etcd_flags_are_usage_errors() {
+        for flags in [
+            &["--etcd"][..],
+            &["--etcd", "127.0.0.1:2379"],
+            &["--etcd", "http://"],
+            &["--etcd=ftp://x"],
+            &["--etcd-prefix", "/p/"],
+            &["--etcd", "http://127.0.0.1:2379", "--etcd-prefix", "p/"],
+            &["--etcd", "http://127.0.0.1:2379", "--etcd-prefix", "/"],
+            &["--etcd", "http://127.0.0.1:2379", "--etcd-prefix"],
+        ] {
+            assert!(run(flags).is_err(), "{flags:?} was accepted");
+        }
+    }
+
+    #[cfg(feature = "etcd")]
+    #[test]
+    fn etcd_flags_choose_etcd_with_a_default_prefix() {
+        let backend = |flags: &[&str]| match run(flags) {
+            Ok(Command::Run(args)) => Some(args.backend),
+            _ => None,
+        };
+        assert_eq!(
+            backend(&["--etcd", "http://127.0.0.1:2379"]),
+            Some(Backend::Etcd {
+                url: "http://127.0.0.1:2379".into(),
+                prefix: DEFAULT_ETCD_PREFIX.into()
+            })
+        );
+        assert_eq!(
+            backend(&["--etcd-prefix=/ci/", "--etcd=https://etcd:2379"]),
+            Some(Backend::Etcd {
+                url: "https://etcd:2379".into(),
+                prefix: "/ci/".into()
+            })
+        );
+    }
+
+    #[cfg(not(feature = "etcd"))]
+    #[test]
+    fn etcd_flags_without_the_feature_say_how_to_build_it() {
+        let err = run(&["--etcd", "http://127.0.0.1:2379"]).err();
+        assert!(err.is_some_and(|e| e.0.contains("--features etcd")));
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! `kcache-demo`: a ReplicaSet controller on kcache's embedded in-memory source.
+//! `kcache-demo`: a ReplicaSet controller on kcache's embedded in-memory source, or (feature
+//! `etcd`, flag `--etcd URL`) on etcd.
 //!
 //! Two shared informers (sets; pods with an owner index) come from an `InformerFactory`; a
 //! `Controller` maps set events to the set's key and pod events to their owner's key, and its
@@ -6,17 +7,22 @@
 //! set go too: the key comes from the deletion, tombstones included). A seeded user keeps
 //! changing the sets; with `--chaos` it also deletes random pods and the informers' list/watch
 //! calls go through a fault injector. Then the demo waits for convergence, checks the source and
-//! prints a report. Run `cargo run --release -p kcache-demo -- --help` for the flags.
+//! prints a report. The controller code only speaks the [`source::Source`] trait, so it is the
+//! same over both backends. Run `cargo run --release -p kcache-demo -- --help` for the flags.
 
 mod args;
+#[cfg(feature = "etcd")]
+mod etcd;
 mod metrics;
 mod report;
+mod source;
 mod world;
 
-use crate::args::{Args, Command, USAGE};
+use crate::args::{Args, Backend, Command, USAGE};
 use crate::metrics::DemoMetricsProvider;
 use crate::report::{Report, ReportOrFailure};
-use crate::world::{check, Ctx, Pod, ReplicaSet, Rng, User, UserStats, OWNER_INDEX};
+use crate::source::Source;
+use crate::world::{check, same_objects, Ctx, Pod, ReplicaSet, Rng, User, UserStats, OWNER_INDEX};
 use indicatif::{ProgressBar, ProgressStyle};
 use kcache_core::{Clock, ObjectKey, SystemClock};
 use kcache_indexer::Indexers;
@@ -72,7 +78,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let report = runtime.block_on(run(&args));
+    let report = runtime.block_on(run_on_backend(&args));
     report.print(&args);
     if report.is_ok() {
         ExitCode::SUCCESS
@@ -81,10 +87,29 @@ fn main() -> ExitCode {
     }
 }
 
-async fn run(args: &Args) -> ReportOrFailure {
+/// Runs the demo on the backend the flags chose.
+async fn run_on_backend(args: &Args) -> ReportOrFailure {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let sets_src = MemorySource::<ReplicaSet>::with_clock(SystemClock);
-    let pods_src = MemorySource::<Pod>::with_clock(SystemClock);
+    match &args.backend {
+        Backend::Memory => {
+            let sets = MemorySource::<ReplicaSet>::with_clock(SystemClock);
+            let pods = MemorySource::<Pod>::with_clock(SystemClock);
+            run(args, clock, sets, pods).await
+        }
+        #[cfg(feature = "etcd")]
+        Backend::Etcd { url, prefix } => match etcd::connect(url, prefix, clock.clone()).await {
+            Ok((sets, pods)) => run(args, clock, sets, pods).await,
+            Err(e) => Report::failed(vec![e]),
+        },
+    }
+}
+
+async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
+    args: &Args,
+    clock: Arc<dyn Clock>,
+    sets_src: S,
+    pods_src: P,
+) -> ReportOrFailure {
     let mut problems = Vec::new();
     let user_stats = Arc::new(UserStats::default());
     let mut user = User {
@@ -99,7 +124,7 @@ async fn run(args: &Args) -> ReportOrFailure {
         stats: user_stats.clone(),
     };
     for _ in 0..args.sets {
-        if let Err(e) = user.create_set() {
+        if let Err(e) = user.create_set().await {
             problems.push(format!("cannot create the initial sets: {e}"));
             return Report::failed(problems);
         }
@@ -113,18 +138,18 @@ async fn run(args: &Args) -> ReportOrFailure {
             FaultPlan::default()
         }
     };
-    let sets_lw = FaultInjector::with_clock(sets_src.clone(), plan(0x5e75), clock.clone());
-    let pods_lw = FaultInjector::with_clock(pods_src.clone(), plan(0x9006), clock.clone());
+    let sets_lw = FaultInjector::with_clock(sets_src.list_watcher(), plan(0x5e75), clock.clone());
+    let pods_lw = FaultInjector::with_clock(pods_src.list_watcher(), plan(0x9006), clock.clone());
     let faults = [sets_lw.handle(), pods_lw.handle()];
 
     let factory = InformerFactory::new();
     let informers = factory
-        .informer_for("memory/replicasets", || {
+        .informer_for("replicasets", || {
             SharedIndexInformer::with_options(sets_lw, InformerOptions::new().name("replicasets"))
         })
         .and_then(|sets| {
             let indexers = Indexers::new().with(OWNER_INDEX, |p: &Pod| Ok(vec![p.owner.clone()]));
-            let pods = factory.informer_for("memory/pods", || {
+            let pods = factory.informer_for("pods", || {
                 SharedIndexInformer::with_options(
                     pods_lw,
                     InformerOptions::new().name("pods").indexers(indexers),
@@ -194,12 +219,13 @@ async fn run(args: &Args) -> ReportOrFailure {
         Ok(c) => c,
         Err(e) => return Report::failed(vec![format!("controller: {e}")]),
     };
-    let ctx = Arc::new(Ctx::new(
+    let ctx = Arc::new(Ctx::<S, P>::new(
         sets.clone(),
         pods.clone(),
         pods_src.clone(),
         clock.clone(),
     ));
+    let reconcile_stats = ctx.stats.clone();
     let reconcile_ctx = ctx.clone();
     let handle = match controller.run_async(move |key| world::reconcile(reconcile_ctx.clone(), key))
     {
@@ -221,7 +247,7 @@ async fn run(args: &Args) -> ReportOrFailure {
     let mut last_look = clock.now();
     let mut user_ops = 0u64;
     while problems.is_empty() && clock.now() < deadline {
-        if let Err(e) = user.step() {
+        if let Err(e) = user.step().await {
             problems.push(format!("user action failed: {e}"));
         }
         user_ops += 1;
@@ -231,9 +257,9 @@ async fn run(args: &Args) -> ReportOrFailure {
             let elapsed = clock.now().saturating_duration_since(start);
             bar.set_position(elapsed.as_millis() as u64);
             bar.set_message(format!(
-                "user: {} sets, {} pods | reconciles {} | queue {}",
-                sets_src.len(),
-                pods_src.len(),
+                "user: {} sets, {} pods cached | reconciles {} | queue {}",
+                sets.indexer().len(),
+                pods.indexer().len(),
                 handle.stats().reconciles,
                 handle.queue().len()
             ));
@@ -249,22 +275,29 @@ async fn run(args: &Args) -> ReportOrFailure {
         );
     }
 
-    // Settle: wait until the caches have caught up with the sources, the queue is idle and the
-    // source checks out.
+    // Settle: wait until the queue is idle, the caches hold exactly what a read of the sources
+    // returns, and that read checks out.
     let mut converged = false;
     let mut last_problems = Vec::new();
     while problems.is_empty() {
         let idle = handle.queue().is_empty()
             && handle.queue().in_flight() == 0
             && handle.queue().waiting_len() == 0;
-        let caught_up = sets.indexer().last_store_sync_resource_version()
-            == sets_src.resource_version()
-            && pods.indexer().last_store_sync_resource_version() == pods_src.resource_version();
-        if idle && caught_up {
-            last_problems = check(&sets_src, &pods_src);
-            if last_problems.is_empty() {
-                converged = true;
-                break;
+        if idle {
+            match read_world(&sets_src, &pods_src).await {
+                Ok((all_sets, all_pods)) => {
+                    let caught_up = same_objects(&sets.indexer().list(), &all_sets)
+                        && same_objects(&pods.indexer().list(), &all_pods);
+                    if caught_up {
+                        last_problems = check(&all_sets, &all_pods);
+                        if last_problems.is_empty() {
+                            converged = true;
+                            break;
+                        }
+                    }
+                }
+                // A failed read is retried until the settle limit; it is reported if it lasts.
+                Err(e) => last_problems = vec![e],
             }
         }
         let settling = clock.now().saturating_duration_since(user_ended);
@@ -272,10 +305,10 @@ async fn run(args: &Args) -> ReportOrFailure {
             break;
         }
         bar.set_message(format!(
-            "settling {:.1}s: {} sets, {} pods | reconciles {} | queue {} (+{} delayed)",
+            "settling {:.1}s: {} sets, {} pods cached | reconciles {} | queue {} (+{} delayed)",
             settling.as_secs_f64(),
-            sets_src.len(),
-            pods_src.len(),
+            sets.indexer().len(),
+            pods.indexer().len(),
             handle.stats().reconciles,
             handle.queue().len(),
             handle.queue().waiting_len()
@@ -289,7 +322,14 @@ async fn run(args: &Args) -> ReportOrFailure {
     // Stop everything: the controller drains its queue, then the informers stop.
     let stats = handle.shutdown_async().await;
     factory.shutdown().await;
-    let final_problems = check(&sets_src, &pods_src);
+    // The final word is a fresh read of the sources (for etcd: range reads of both prefixes).
+    let (final_sets, final_pods, final_problems) = match read_world(&sets_src, &pods_src).await {
+        Ok((s, p)) => {
+            let found = check(&s, &p);
+            (s.len(), p.len(), found)
+        }
+        Err(e) => (0, 0, vec![format!("final read of the sources: {e}")]),
+    };
     if !converged {
         problems.push(format!(
             "the world did not converge within {SETTLE_LIMIT:?} after the user stopped"
@@ -301,8 +341,8 @@ async fn run(args: &Args) -> ReportOrFailure {
 
     Report {
         problems,
-        sets: sets_src.len(),
-        pods: pods_src.len(),
+        sets: final_sets,
+        pods: final_pods,
         user_ops,
         user: user_stats,
         events: events.load(Relaxed),
@@ -310,11 +350,19 @@ async fn run(args: &Args) -> ReportOrFailure {
         synced_after,
         settle: converged_at.saturating_duration_since(user_ended),
         controller: stats,
-        ctx,
+        reconciles: reconcile_stats,
         metrics: provider,
         faults: faults.iter().map(|f| f.stats()).collect(),
     }
     .into()
+}
+
+/// Every set and every pod in the sources now.
+async fn read_world<S: Source<ReplicaSet>, P: Source<Pod>>(
+    sets: &S,
+    pods: &P,
+) -> Result<(Vec<Arc<ReplicaSet>>, Vec<Arc<Pod>>), String> {
+    Ok((sets.list().await?, pods.list().await?))
 }
 
 fn progress_bar(args: &Args) -> ProgressBar {

@@ -2,7 +2,7 @@
 
 use crate::args::Args;
 use crate::metrics::{DemoMetricsProvider, Histogram};
-use crate::world::{Ctx, UserStats};
+use crate::world::{ReconcileStats, UserStats};
 use kcache_informer::ControllerStats;
 use kcache_reflector::FaultStats;
 use std::sync::atomic::Ordering::Relaxed;
@@ -21,7 +21,7 @@ pub(crate) struct Report {
     pub(crate) synced_after: Duration,
     pub(crate) settle: Duration,
     pub(crate) controller: ControllerStats,
-    pub(crate) ctx: Arc<Ctx>,
+    pub(crate) reconciles: Arc<ReconcileStats>,
     pub(crate) metrics: DemoMetricsProvider,
     pub(crate) faults: Vec<FaultStats>,
 }
@@ -89,7 +89,8 @@ impl Report {
         let m = &self.metrics.0;
         let u = &self.user;
         println!(
-            "kcache-demo: ReplicaSet controller, {} workers, seed {}{}",
+            "kcache-demo: ReplicaSet controller on {}, {} workers, seed {}{}",
+            args.backend,
             args.workers,
             args.seed,
             if args.chaos { ", chaos" } else { "" }
@@ -126,10 +127,13 @@ impl Report {
         );
         println!(
             "              pods created {}, deleted {}",
-            self.ctx.pods_created.load(Relaxed),
-            self.ctx.pods_deleted.load(Relaxed)
+            self.reconciles.pods_created.load(Relaxed),
+            self.reconciles.pods_deleted.load(Relaxed)
         );
-        println!("  reconcile   latency {}", quantiles(&self.ctx.latency));
+        println!(
+            "  reconcile   latency {}",
+            quantiles(&self.reconciles.latency)
+        );
         println!(
             "  queue       adds {}, retries {}, depth peak {}, delayed peak {:.0}",
             m.adds.get(),

@@ -1,11 +1,12 @@
-//! The demo's world: `ReplicaSet`-like sets and their `Pod`-like children in two in-memory
-//! sources, the reconcile function, the seeded "user", and the convergence check.
+//! The demo's world: `ReplicaSet`-like sets and their `Pod`-like children in two sources (in
+//! memory or in etcd, through [`Source`]), the reconcile function, the seeded "user", and the
+//! convergence check.
 
 use crate::metrics::Histogram;
+use crate::source::Source;
 use futures::future::{select, Either};
-use kcache_core::{Clock, Object, ObjectKey, ResourceVersion};
+use kcache_core::{Clock, Object, ObjectKey, ResourceVersion, SetResourceVersion};
 use kcache_informer::{Action, SharedIndexInformer};
-use kcache_memory::{MemoryError, MemorySource, SetResourceVersion};
 use kcache_reflector::FaultInjector;
 use kcache_workqueue::metrics::HistogramMetric;
 use std::collections::HashMap;
@@ -22,19 +23,24 @@ pub(crate) const OWNER_INDEX: &str = "owner";
 /// lets the rate limiter retry the key.
 const READ_YOUR_WRITES: Duration = Duration::from_secs(2);
 
-/// A `ReplicaSet`-like object: how many pods it wants.
+/// A `ReplicaSet`-like object: how many pods it wants. In etcd it is stored as JSON without its
+/// resource version (the key's `mod_revision` is the version).
 #[derive(Debug, Clone)]
+#[cfg_attr(feature = "etcd", derive(serde::Serialize, serde::Deserialize))]
 pub(crate) struct ReplicaSet {
     pub(crate) name: String,
     pub(crate) replicas: u32,
+    #[cfg_attr(feature = "etcd", serde(skip))]
     pub(crate) rv: ResourceVersion,
 }
 
 /// A `Pod`-like object owned by a set (its owner reference is the set's key).
 #[derive(Debug, Clone)]
+#[cfg_attr(feature = "etcd", derive(serde::Serialize, serde::Deserialize))]
 pub(crate) struct Pod {
     pub(crate) name: String,
     pub(crate) owner: String,
+    #[cfg_attr(feature = "etcd", serde(skip))]
     pub(crate) rv: ResourceVersion,
 }
 
@@ -74,30 +80,36 @@ impl SetResourceVersion for Pod {
     }
 }
 
-/// The sources as the informers see them (a fault injector that injects nothing without
+/// The informers over the sources (through a fault injector that injects nothing without
 /// `--chaos`).
-pub(crate) type SetsSource = FaultInjector<MemorySource<ReplicaSet>>;
-pub(crate) type PodsSource = FaultInjector<MemorySource<Pod>>;
-pub(crate) type SetInformer = SharedIndexInformer<ReplicaSet, SetsSource>;
-pub(crate) type PodInformer = SharedIndexInformer<Pod, PodsSource>;
+pub(crate) type SetInformer<S> =
+    SharedIndexInformer<ReplicaSet, FaultInjector<<S as Source<ReplicaSet>>::ListWatcher>>;
+pub(crate) type PodInformer<P> =
+    SharedIndexInformer<Pod, FaultInjector<<P as Source<Pod>>::ListWatcher>>;
 
-/// What the reconcile function needs.
-pub(crate) struct Ctx {
-    pub(crate) sets: Arc<SetInformer>,
-    pub(crate) pods: Arc<PodInformer>,
-    pub(crate) pod_source: MemorySource<Pod>,
-    pub(crate) clock: Arc<dyn Clock>,
+/// What the reconciles did, for the report.
+#[derive(Debug, Default)]
+pub(crate) struct ReconcileStats {
     pub(crate) latency: Histogram,
     pub(crate) pods_created: AtomicU64,
     pub(crate) pods_deleted: AtomicU64,
+}
+
+/// What the reconcile function needs: the caches, where pods are written, the clock.
+pub(crate) struct Ctx<S: Source<ReplicaSet>, P: Source<Pod>> {
+    pub(crate) sets: Arc<SetInformer<S>>,
+    pub(crate) pods: Arc<PodInformer<P>>,
+    pub(crate) pod_source: P,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) stats: Arc<ReconcileStats>,
     next_pod: AtomicU64,
 }
 
-impl Ctx {
+impl<S: Source<ReplicaSet>, P: Source<Pod>> Ctx<S, P> {
     pub(crate) fn new(
-        sets: Arc<SetInformer>,
-        pods: Arc<PodInformer>,
-        pod_source: MemorySource<Pod>,
+        sets: Arc<SetInformer<S>>,
+        pods: Arc<PodInformer<P>>,
+        pod_source: P,
         clock: Arc<dyn Clock>,
     ) -> Self {
         Self {
@@ -105,9 +117,7 @@ impl Ctx {
             pods,
             pod_source,
             clock,
-            latency: Histogram::default(),
-            pods_created: AtomicU64::new(0),
-            pods_deleted: AtomicU64::new(0),
+            stats: Arc::new(ReconcileStats::default()),
             next_pod: AtomicU64::new(0),
         }
     }
@@ -117,7 +127,10 @@ impl Ctx {
 /// absence, after a delete or a tombstone, means zero). Its writes go to the source; before it
 /// returns it waits until the pod cache shows them (read-your-writes), so the next reconcile of
 /// the key never counts stale pods.
-pub(crate) async fn reconcile(ctx: Arc<Ctx>, key: ObjectKey) -> Result<Action, String> {
+pub(crate) async fn reconcile<S: Source<ReplicaSet>, P: Source<Pod>>(
+    ctx: Arc<Ctx<S, P>>,
+    key: ObjectKey,
+) -> Result<Action, String> {
     let start = ctx.clock.now();
     let want = ctx
         .sets
@@ -139,21 +152,18 @@ pub(crate) async fn reconcile(ctx: Arc<Ctx>, key: ObjectKey) -> Result<Action, S
                 owner: key.to_string(),
                 rv: ResourceVersion::default(),
             };
-            let created = ctx.pod_source.create(pod).map_err(|e| e.to_string())?;
-            ctx.pods_created.fetch_add(1, Relaxed);
-            last_write = Some(created.rv.clone());
+            let created = ctx.pod_source.create(pod).await?;
+            ctx.stats.pods_created.fetch_add(1, Relaxed);
+            last_write = Some(created);
         }
     } else if pods.len() > want {
         pods.sort_by(|a, b| a.name.cmp(&b.name));
         for pod in &pods[want..] {
-            match ctx.pod_source.delete(&format!("{NAMESPACE}/{}", pod.name)) {
-                Ok(deleted) => {
-                    ctx.pods_deleted.fetch_add(1, Relaxed);
-                    last_write = Some(deleted.rv.clone());
-                }
-                // Deleted meanwhile (by the chaos user): its event will bring the set back.
-                Err(MemoryError::NotFound { .. }) => {}
-                Err(e) => return Err(e.to_string()),
+            let pod_key = ObjectKey::namespaced(NAMESPACE, &pod.name).map_err(|e| e.to_string())?;
+            // `None`: deleted meanwhile (by the chaos user): its event will bring the set back.
+            if let Some(deleted) = ctx.pod_source.delete(&pod_key).await? {
+                ctx.stats.pods_deleted.fetch_add(1, Relaxed);
+                last_write = Some(deleted);
             }
         }
     }
@@ -167,7 +177,7 @@ pub(crate) async fn reconcile(ctx: Arc<Ctx>, key: ObjectKey) -> Result<Action, S
         }
     }
     let took = ctx.clock.now().saturating_duration_since(start);
-    ctx.latency.observe(took.as_secs_f64());
+    ctx.stats.latency.observe(took.as_secs_f64());
     Ok(Action::Done)
 }
 
@@ -205,9 +215,9 @@ pub(crate) struct UserStats {
 }
 
 /// The seeded user: scales, deletes and creates sets (and with `chaos` deletes random pods).
-pub(crate) struct User {
-    pub(crate) sets: MemorySource<ReplicaSet>,
-    pub(crate) pods: MemorySource<Pod>,
+pub(crate) struct User<S, P> {
+    pub(crate) sets: S,
+    pub(crate) pods: P,
     pub(crate) rng: Rng,
     pub(crate) live: Vec<String>,
     pub(crate) next_set: u64,
@@ -217,34 +227,37 @@ pub(crate) struct User {
     pub(crate) stats: Arc<UserStats>,
 }
 
-impl User {
+/// The key of the object `name` in the demo's namespace.
+fn key(name: &str) -> Result<ObjectKey, String> {
+    ObjectKey::namespaced(NAMESPACE, name).map_err(|e| e.to_string())
+}
+
+impl<S: Source<ReplicaSet>, P: Source<Pod>> User<S, P> {
     /// Creates a set with a fresh name and a random size.
-    pub(crate) fn create_set(&mut self) -> Result<(), MemoryError> {
+    pub(crate) async fn create_set(&mut self) -> Result<(), String> {
         let name = format!("rs-{:05}", self.next_set);
         self.next_set += 1;
         let replicas = self.rng.below(u64::from(self.max_replicas) + 1) as u32;
-        self.sets.create(ReplicaSet {
-            name: name.clone(),
-            replicas,
-            rv: ResourceVersion::default(),
-        })?;
+        self.sets
+            .create(ReplicaSet {
+                name: name.clone(),
+                replicas,
+                rv: ResourceVersion::default(),
+            })
+            .await?;
         self.live.push(name);
         Ok(())
     }
 
     /// One action.
-    pub(crate) fn step(&mut self) -> Result<(), MemoryError> {
+    pub(crate) async fn step(&mut self) -> Result<(), String> {
         let roll = self.rng.below(100);
         if self.chaos && roll < 15 {
-            let pods = self.pods.list_all();
+            let pods = self.pods.list().await?;
             if !pods.is_empty() {
                 let victim = &pods[self.rng.below(pods.len() as u64) as usize];
-                match self.pods.delete(&format!("{NAMESPACE}/{}", victim.name)) {
-                    Ok(_) => {
-                        self.stats.pods_killed.fetch_add(1, Relaxed);
-                    }
-                    Err(MemoryError::NotFound { .. }) => {}
-                    Err(e) => return Err(e),
+                if self.pods.delete(&key(&victim.name)?).await?.is_some() {
+                    self.stats.pods_killed.fetch_add(1, Relaxed);
                 }
             }
             return Ok(());
@@ -253,35 +266,36 @@ impl User {
         let too_many = self.live.len() > self.target_sets * 3 / 2;
         if too_few || (roll >= 90 && !too_many) {
             self.stats.created.fetch_add(1, Relaxed);
-            return self.create_set();
+            return self.create_set().await;
         }
         let i = self.rng.below(self.live.len() as u64) as usize;
         if roll >= 80 || too_many {
             let name = self.live.swap_remove(i);
-            self.sets.delete(&format!("{NAMESPACE}/{name}"))?;
+            if self.sets.delete(&key(&name)?).await?.is_none() {
+                return Err(format!("set {name} was not there to delete"));
+            }
             self.stats.deleted.fetch_add(1, Relaxed);
             return Ok(());
         }
-        let key = format!("{NAMESPACE}/{}", self.live[i]);
-        if let Some(set) = self.sets.get(&key) {
+        if let Some(set) = self.sets.get(&key(&self.live[i])?).await? {
             let mut set = (*set).clone();
             set.replicas = self.rng.below(u64::from(self.max_replicas) + 1) as u32;
-            self.sets.update(set)?;
+            self.sets.update(set).await?;
             self.stats.scaled.fetch_add(1, Relaxed);
         }
         Ok(())
     }
 }
 
-/// The world as the source holds it, checked: every set has exactly its desired pods, and no
+/// The world as read from the source, checked: every set has exactly its desired pods, and no
 /// pod's owner is missing. Returns the problems (empty: converged).
-pub(crate) fn check(sets: &MemorySource<ReplicaSet>, pods: &MemorySource<Pod>) -> Vec<String> {
+pub(crate) fn check(sets: &[Arc<ReplicaSet>], pods: &[Arc<Pod>]) -> Vec<String> {
     let mut by_owner: HashMap<String, usize> = HashMap::new();
-    for pod in pods.list_all() {
+    for pod in pods {
         *by_owner.entry(pod.owner.clone()).or_default() += 1;
     }
     let mut problems = Vec::new();
-    for set in sets.list_all() {
+    for set in sets {
         let key = format!("{NAMESPACE}/{}", set.name);
         let have = by_owner.remove(&key).unwrap_or(0);
         if have != set.replicas as usize {
@@ -294,4 +308,15 @@ pub(crate) fn check(sets: &MemorySource<ReplicaSet>, pods: &MemorySource<Pod>) -
         problems.push(format!("{n} orphan pod(s) of deleted set {owner}"));
     }
     problems
+}
+
+/// Whether a cache holds exactly `source`'s objects at their versions (names are unique: every
+/// object lives in [`NAMESPACE`]).
+pub(crate) fn same_objects<T: Object>(cache: &[Arc<T>], source: &[Arc<T>]) -> bool {
+    let versions = |objs: &[Arc<T>]| -> HashMap<String, ResourceVersion> {
+        objs.iter()
+            .map(|o| (o.name().to_owned(), o.resource_version()))
+            .collect()
+    };
+    cache.len() == source.len() && versions(cache) == versions(source)
 }
