@@ -6,7 +6,7 @@ use crate::event::{Event, Notification};
 use crate::handler::ResourceEventHandler;
 use crate::listener::{spawn_delivery, Listener};
 use crate::metrics::InformerMetrics;
-use crate::options::InformerOptions;
+use crate::options::{InformerOptions, ReflectorTuning};
 use crate::processor::Processor;
 use crate::reader::CacheReader;
 use crate::registration::{HandlerOptions, HandlerRegistration, HasSynced};
@@ -34,6 +34,7 @@ pub type WatchErrorHandler<E> = Arc<dyn Fn(&ReflectorError<E, DeltaFifoError>) +
 pub(crate) struct Setup<T, E> {
     pub(crate) transform: Option<Transform<T>>,
     pub(crate) watch_error_handler: Option<WatchErrorHandler<E>>,
+    pub(crate) reflector: ReflectorTuning,
 }
 
 /// One list+watch of a source, cached in an indexer and fanned out to any number of handlers:
@@ -105,6 +106,7 @@ where
             setup: Mutex::new(Some(Setup {
                 transform: None,
                 watch_error_handler: None,
+                reflector: options.reflector,
             })),
             default_resync: options.resync_period,
         }

@@ -115,6 +115,7 @@ mod handler;
 mod informer;
 mod listener;
 mod metrics;
+#[cfg(not(kcache_loom))]
 mod options;
 mod processor;
 #[cfg(not(kcache_loom))]
@@ -150,6 +151,7 @@ pub use informer::{SharedIndexInformer, WatchErrorHandler};
 #[cfg(feature = "prometheus")]
 pub use metrics::PrometheusInformerMetrics;
 pub use metrics::{GaugeMetric, HistogramMetric, InformerMetricsProvider};
+#[cfg(not(kcache_loom))]
 pub use options::InformerOptions;
 #[cfg(not(kcache_loom))]
 pub use reader::CacheReader;

@@ -3,6 +3,7 @@
 use crate::metrics::InformerMetricsProvider;
 use kcache_core::{Clock, SystemClock};
 use kcache_indexer::Indexers;
+use kcache_reflector::BackoffConfig;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,6 +30,17 @@ pub struct InformerOptions<T> {
     pub(crate) indexers: Indexers<T>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) metrics: Option<Arc<dyn InformerMetricsProvider>>,
+    pub(crate) reflector: ReflectorTuning,
+}
+
+/// The reflector settings an informer passes through (each `None`: the reflector's default).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ReflectorTuning {
+    pub(crate) page_size: Option<u32>,
+    pub(crate) min_watch_timeout: Option<Duration>,
+    pub(crate) streaming_initial_list: Option<bool>,
+    pub(crate) backoff: Option<BackoffConfig>,
+    pub(crate) seed: Option<u64>,
 }
 
 impl<T> InformerOptions<T> {
@@ -40,6 +52,7 @@ impl<T> InformerOptions<T> {
             indexers: Indexers::new(),
             clock: Arc::new(SystemClock),
             metrics: None,
+            reflector: ReflectorTuning::default(),
         }
     }
 
@@ -78,6 +91,44 @@ impl<T> InformerOptions<T> {
         self.metrics = Some(provider);
         self
     }
+
+    /// The reflector's list page size (default 500; 0 lists in one request).
+    #[must_use]
+    pub fn page_size(mut self, size: u32) -> Self {
+        self.reflector.page_size = Some(size);
+        self
+    }
+
+    /// The reflector's minimum watch timeout (default 5 minutes; each watch asks for a random
+    /// timeout between this and twice this).
+    #[must_use]
+    pub fn min_watch_timeout(mut self, min: Duration) -> Self {
+        self.reflector.min_watch_timeout = Some(min);
+        self
+    }
+
+    /// Whether the initial list and relists stream through a watch with initial events
+    /// (Kubernetes watch-list) instead of paged lists; off by default.
+    #[must_use]
+    pub fn streaming_initial_list(mut self, on: bool) -> Self {
+        self.reflector.streaming_initial_list = Some(on);
+        self
+    }
+
+    /// The reflector's backoff between failed list/watch rounds (default: client-go's 800 ms
+    /// doubling to 30 s with jitter).
+    #[must_use]
+    pub fn backoff(mut self, backoff: BackoffConfig) -> Self {
+        self.reflector.backoff = Some(backoff);
+        self
+    }
+
+    /// Seeds the reflector's jitter and watch-timeout randomness (reproducible tests).
+    #[must_use]
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.reflector.seed = Some(seed);
+        self
+    }
 }
 
 impl<T> Default for InformerOptions<T> {
@@ -94,6 +145,7 @@ impl<T> fmt::Debug for InformerOptions<T> {
             .field("indexers", &self.indexers)
             .field("clock", &self.clock)
             .field("metrics", &self.metrics.is_some())
+            .field("reflector", &self.reflector)
             .finish()
     }
 }

@@ -64,7 +64,24 @@ where
         let resync_shared = shared.clone();
         let name = shared.name.clone();
         let user_hook = setup.watch_error_handler;
-        let reflector = ReflectorBuilder::<T, _, _, M>::with_meta(self.lw.clone(), sink)
+        let tuning = setup.reflector;
+        let mut builder = ReflectorBuilder::<T, _, _, M>::with_meta(self.lw.clone(), sink);
+        if let Some(size) = tuning.page_size {
+            builder = builder.page_size(size);
+        }
+        if let Some(min) = tuning.min_watch_timeout {
+            builder = builder.min_watch_timeout(min);
+        }
+        if let Some(on) = tuning.streaming_initial_list {
+            builder = builder.streaming_initial_list(on);
+        }
+        if let Some(backoff) = tuning.backoff {
+            builder = builder.backoff(backoff);
+        }
+        if let Some(seed) = tuning.seed {
+            builder = builder.seed(seed);
+        }
+        let reflector = builder
             .name(shared.name.to_string())
             .clock(shared.clock.clone())
             .resync_period(check_period)
