@@ -32,6 +32,11 @@ Implementations: kcache (kcache_workqueue), naive (client-go's design ported as 
 HashSet dirty/processing + Condvar; waiting-loop thread fed by a bounded channel; Mutex<HashMap>
 limiter), floor (crossbeam unbounded channel, no dedup; q3/q4queue: BinaryHeap + Condvar timer
 thread feeding the channel; q4 limiters: one parking_lot Mutex<HashMap<u64, u32>> with foldhash).
+Store workloads (i1, f1, e1, m1) hold k8s-openapi ConfigMaps: kcache (kcache_indexer::Indexer,
+kcache_deltafifo::DeltaFifo, kcache_informer over kcache_memory), rwlock-hashmap (client-go's
+threadSafeMap as is: parking_lot RwLock<HashMap<String, Arc<T>>> + hand-kept index maps; m1: no
+index), kube-runtime (reflector::Store fed watcher::Events; only the operations it has: no indexes,
+no DeltaFifo). Bytes per object are counted on the building thread by allocation-counter.
 q2 keys are Arc<str> for every impl. q4limiter's variants are separate workloads, named
 q4limiter-{grow,pair}-{1,2}t, so each has its own summary and ratio.
 
