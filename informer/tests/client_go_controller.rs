@@ -19,6 +19,7 @@ mod common;
 use common::{informer, run, source, source_view, synced, Pod, WAIT};
 use kcache_core::ObjectKey;
 use kcache_informer::{Action, Controller, Event, HandlerFuncs};
+use kcache_memory::{MemoryConfig, MemorySource};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -134,7 +135,15 @@ async fn update_every_transition_is_allowed_and_every_final_object_is_deleted() 
 async fn hammer_concurrent_writers_give_valid_per_key_sequences_and_the_source_state() {
     const THREADS: u64 = 3;
     const OPS: u64 = 200;
-    let (clock, src) = source();
+    // Room for every event in the watcher's buffer and the history: a loaded machine must not
+    // turn this into an eviction-and-relist test, whose backoff waits on the (frozen) fake clock.
+    let clock = kcache_core::FakeClock::new();
+    let src = MemorySource::with_config(
+        MemoryConfig::new()
+            .with_clock(clock.clone())
+            .with_watcher_buffer(1 << 16)
+            .with_history_window(1 << 16),
+    );
     let pods = informer(&clock, &src, Duration::ZERO);
     let recorder = common::Recorder::new();
     pods.add_event_handler(recorder.clone()).unwrap();
