@@ -5,9 +5,13 @@ use crate::MemoryError;
 use kcache_core::{ObjectKey, ResourceVersion};
 use kcache_reflector::WatchEvent;
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::hash_map::Entry as Slot;
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::ops::Bound;
 use std::sync::Arc;
+
+/// The hasher of the object map (keys are the source's own; no untrusted input chooses them).
+type Hasher = foldhash::fast::RandomState;
 
 /// What a change did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,14 +37,26 @@ pub(crate) struct Change<T> {
 impl<T> Change<T> {
     /// The watch event that reports this change.
     pub(crate) fn event(&self) -> WatchEvent<T> {
-        let obj = self.obj.clone();
-        match self.kind {
-            ChangeKind::Added => WatchEvent::Added(obj),
-            ChangeKind::Modified => WatchEvent::Modified(obj),
-            ChangeKind::Deleted => WatchEvent::Deleted(obj),
+        self.kind.event(self.obj.clone())
+    }
+}
+
+impl ChangeKind {
+    /// The watch event that reports a change of this kind to `obj`.
+    pub(crate) fn event<T>(self, obj: Arc<T>) -> WatchEvent<T> {
+        match self {
+            Self::Added => WatchEvent::Added(obj),
+            Self::Modified => WatchEvent::Modified(obj),
+            Self::Deleted => WatchEvent::Deleted(obj),
         }
     }
 }
+
+/// What [`History::write`]'s caller decides: the version, kind and new state, or a refusal.
+pub(crate) type Decision<T> = Result<(u64, ChangeKind, Arc<T>), MemoryError>;
+
+/// A write done: its version, kind and new state.
+pub(crate) type Written<T> = (u64, ChangeKind, Arc<T>);
 
 /// A stored object and the version of the write that made it.
 #[derive(Debug)]
@@ -52,10 +68,14 @@ pub(crate) struct Entry<T> {
 /// The versioned state: current objects plus the changes with versions `oldest + 1 ..= rv`.
 ///
 /// Every write takes the next version, so the window is contiguous and the change with version
-/// `v` sits at index `v - oldest - 1`.
+/// `v` sits at index `v - oldest - 1` of the ring.
+///
+/// The objects live in a hash map (a write looks its key up once); their keys are also kept in
+/// key order, which only creations and deletions touch, for lists.
 #[derive(Debug)]
 pub(crate) struct History<T> {
-    objects: BTreeMap<ObjectKey, Entry<T>>,
+    objects: HashMap<ObjectKey, Entry<T>, Hasher>,
+    order: BTreeSet<ObjectKey>,
     changes: VecDeque<Change<T>>,
     rv: u64,
     oldest: u64,
@@ -66,7 +86,8 @@ impl<T> History<T> {
     /// An empty state at version `start`, keeping up to `window` changes.
     pub(crate) fn new(start: u64, window: usize) -> Self {
         Self {
-            objects: BTreeMap::new(),
+            objects: HashMap::default(),
+            order: BTreeSet::new(),
             changes: VecDeque::new(),
             rv: start,
             oldest: start,
@@ -101,32 +122,68 @@ impl<T> History<T> {
 
     /// The current objects in key order.
     pub(crate) fn objects(&self) -> impl Iterator<Item = &Arc<T>> + '_ {
-        self.objects.values().map(|e| &e.obj)
+        self.order
+            .iter()
+            .filter_map(|k| self.objects.get(k).map(|e| &e.obj))
     }
 
-    /// Applies a change whose version is [`History::next_rv`], then trims the window.
-    pub(crate) fn record(&mut self, change: Change<T>) {
-        debug_assert_eq!(Some(change.rv), self.rv.checked_add(1));
-        self.rv = change.rv;
-        match change.kind {
-            ChangeKind::Deleted => {
-                self.objects.remove(&change.key);
-            }
-            ChangeKind::Added | ChangeKind::Modified => {
-                let entry = Entry {
-                    obj: change.obj.clone(),
-                    rv: change.rv,
+    /// One write to `key`, looking the key up once: `decide` sees the key, the stored entry (if any) and
+    /// the version the write would take ([`History::next_rv`]), and returns the change's kind
+    /// and new state (for a deletion, the last state stamped with that version), or refuses.
+    /// The change is applied and recorded in the window (which is then trimmed); returns its
+    /// version, kind and new state.
+    ///
+    /// `decide` must answer `Added` exactly when there is no entry, `Modified` or `Deleted`
+    /// otherwise.
+    pub(crate) fn write<F>(&mut self, key: ObjectKey, decide: F) -> Result<Written<T>, MemoryError>
+    where
+        F: FnOnce(&ObjectKey, Option<&Entry<T>>, Result<u64, MemoryError>) -> Decision<T>,
+    {
+        let next = self.next_rv();
+        let (rv, kind, key, obj, prev) = match self.objects.entry(key) {
+            Slot::Occupied(mut stored) => {
+                let (rv, kind, obj) = decide(stored.key(), Some(stored.get()), next)?;
+                let key = stored.key().clone();
+                let prev = if kind == ChangeKind::Deleted {
+                    self.order.remove(&key);
+                    stored.remove().obj
+                } else {
+                    debug_assert_eq!(kind, ChangeKind::Modified);
+                    let entry = stored.get_mut();
+                    entry.rv = rv;
+                    std::mem::replace(&mut entry.obj, obj.clone())
                 };
-                self.objects.insert(change.key.clone(), entry);
+                (rv, kind, key, obj, Some(prev))
             }
-        }
-        self.changes.push_back(change);
+            Slot::Vacant(vacant) => {
+                let (rv, kind, obj) = decide(vacant.key(), None, next)?;
+                debug_assert_eq!(kind, ChangeKind::Added);
+                let key = vacant.key().clone();
+                vacant.insert(Entry {
+                    obj: obj.clone(),
+                    rv,
+                });
+                self.order.insert(key.clone());
+                (rv, kind, key, obj, None)
+            }
+        };
+        debug_assert_eq!(Some(rv), self.rv.checked_add(1));
+        self.rv = rv;
+        let written = (rv, kind, obj.clone());
+        self.changes.push_back(Change {
+            rv,
+            kind,
+            key,
+            obj,
+            prev,
+        });
         while self.changes.len() > self.window {
             match self.changes.pop_front() {
                 Some(evicted) => self.oldest = evicted.rv,
                 None => break,
             }
         }
+        Ok(written)
     }
 
     /// Checks that the state at `rv` is known: `Expired` before the window, `TooLarge` after now.
@@ -173,8 +230,9 @@ impl<T> History<T> {
         }
         let lower = after.map_or(Bound::Unbounded, Bound::Excluded);
         let mut current = self
-            .objects
+            .order
             .range::<ObjectKey, _>((lower, Bound::Unbounded))
+            .filter_map(|k| self.objects.get(k).map(|e| (k, e)))
             .peekable();
         let mut past = overlay
             .range::<&ObjectKey, _>((lower.as_ref(), Bound::Unbounded))
@@ -230,21 +288,16 @@ mod tests {
     }
 
     fn write(h: &mut History<u32>, name: &str, value: Option<u32>) {
-        let rv = h.next_rv().unwrap_or_else(|e| panic!("{e}"));
-        let prev = h.get(name).map(|e| e.obj.clone());
-        let (kind, obj) = match (value, &prev) {
-            (Some(v), None) => (ChangeKind::Added, Arc::new(v)),
-            (Some(v), Some(_)) => (ChangeKind::Modified, Arc::new(v)),
-            (None, Some(p)) => (ChangeKind::Deleted, p.clone()),
-            (None, None) => panic!("delete of a missing key"),
-        };
-        h.record(Change {
-            rv,
-            kind,
-            key: key(name),
-            obj,
-            prev,
+        let written = h.write(key(name), |_, prev, rv| {
+            let rv = rv?;
+            Ok(match (value, prev) {
+                (Some(v), None) => (rv, ChangeKind::Added, Arc::new(v)),
+                (Some(v), Some(_)) => (rv, ChangeKind::Modified, Arc::new(v)),
+                (None, Some(p)) => (rv, ChangeKind::Deleted, p.obj.clone()),
+                (None, None) => panic!("delete of a missing key"),
+            })
         });
+        written.unwrap_or_else(|e| panic!("{e}"));
     }
 
     fn values(page: (Vec<Arc<u32>>, Option<ObjectKey>)) -> (Vec<u32>, Option<String>) {

@@ -1,6 +1,6 @@
 //! [`MemorySource`]: the handle, its writes and reads, and the state it shares with watchers.
 
-use crate::history::{parse_rv, Change, ChangeKind, History};
+use crate::history::{parse_rv, ChangeKind, History};
 use crate::sync::{Arc, Mutex};
 use crate::watch::Slot;
 use crate::{MemoryConfig, MemoryError, MetaMut};
@@ -65,17 +65,15 @@ impl<T> Inner<T> {
         id
     }
 
-    /// Records `change` and hands its event to every live watcher; returns the wakers to call
-    /// once the lock is released.
-    fn commit(&mut self, change: Change<T>) -> Vec<Waker> {
+    /// Hands the event of the write that made version `rv` to every live watcher (dropping the
+    /// dead ones); returns the wakers to call once the lock is released.
+    fn publish(&mut self, rv: u64, kind: ChangeKind, obj: &std::sync::Arc<T>) -> Vec<Waker> {
         let mut wakers = Vec::new();
         self.watchers.retain(|(_, slot)| {
-            if let Some(w) = slot.push(change.event(), change.rv) {
-                wakers.push(w);
-            }
-            !slot.is_dead()
+            let (waker, live) = slot.push(kind.event(obj.clone()), rv);
+            wakers.extend(waker);
+            live
         });
-        self.history.record(change);
         wakers
     }
 }
@@ -196,43 +194,37 @@ where
     ) -> Result<std::sync::Arc<T>, MemoryError> {
         let (stored, wakers) = {
             let mut inner = self.shared().state.lock();
-            let entry = inner.history.get(key.as_str());
-            match (&write, entry) {
-                (Write::Create(_), Some(_)) => return Err(MemoryError::AlreadyExists { key }),
-                (Write::Update(_) | Write::Delete, None) => {
-                    return Err(MemoryError::NotFound { key })
+            let (rv, kind, obj) = inner.history.write(key, |key, entry, next| {
+                let key = || key.clone();
+                match (&write, entry) {
+                    (Write::Create(_), Some(_)) => {
+                        return Err(MemoryError::AlreadyExists { key: key() })
+                    }
+                    (Write::Update(_) | Write::Delete, None) => {
+                        return Err(MemoryError::NotFound { key: key() })
+                    }
+                    _ => {}
                 }
-                _ => {}
-            }
-            if let (Some(expected), Some(entry)) = (expected, entry) {
-                if parse_rv(expected).ok().flatten() != Some(entry.rv) {
-                    let stored = entry.rv.into();
-                    return Err(MemoryError::Conflict {
-                        key,
-                        expected: expected.clone(),
-                        stored,
-                    });
+                if let (Some(expected), Some(entry)) = (expected, entry) {
+                    if parse_rv(expected).ok().flatten() != Some(entry.rv) {
+                        return Err(MemoryError::Conflict {
+                            key: key(),
+                            expected: expected.clone(),
+                            stored: entry.rv.into(),
+                        });
+                    }
                 }
-            }
-            let prev = entry.map(|e| e.obj.clone());
-            let rv = inner.history.next_rv()?;
-            let (kind, mut obj) = match write {
-                Write::Create(obj) => (ChangeKind::Added, obj),
-                Write::Update(obj) => (ChangeKind::Modified, obj),
-                Write::Delete => match prev.as_deref() {
-                    Some(last) => (ChangeKind::Deleted, last.clone()),
-                    None => return Err(MemoryError::NotFound { key }),
-                },
-            };
-            M::set_resource_version(&mut obj, rv.into());
-            let obj = std::sync::Arc::new(obj);
-            let wakers = inner.commit(Change {
-                rv,
-                kind,
-                key,
-                obj: obj.clone(),
-                prev,
-            });
+                let rv = next?;
+                let (kind, mut obj) = match (write, entry) {
+                    (Write::Create(obj), _) => (ChangeKind::Added, obj),
+                    (Write::Update(obj), _) => (ChangeKind::Modified, obj),
+                    (Write::Delete, Some(last)) => (ChangeKind::Deleted, T::clone(&last.obj)),
+                    (Write::Delete, None) => return Err(MemoryError::NotFound { key: key() }),
+                };
+                M::set_resource_version(&mut obj, rv.into());
+                Ok((rv, kind, std::sync::Arc::new(obj)))
+            })?;
+            let wakers = inner.publish(rv, kind, &obj);
             (obj, wakers)
         };
         for w in wakers {

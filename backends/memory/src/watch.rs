@@ -56,11 +56,12 @@ impl<T> Slot<T> {
 
     /// Delivers the event of the write that made version `rv`; on overflow evicts the watcher
     /// (dropping what it had not taken). Returns the waker to call once the source's lock is
-    /// released. Never blocks beyond this slot's short critical section.
-    pub(crate) fn push(&self, event: WatchEvent<T>, rv: u64) -> Option<Waker> {
+    /// released, and whether writers must go on pushing to this slot (false once the watcher is
+    /// evicted or the source closed). Never blocks beyond this slot's short critical section.
+    pub(crate) fn push(&self, event: WatchEvent<T>, rv: u64) -> (Option<Waker>, bool) {
         let mut st = self.state.lock();
         if st.evicted || st.source_closed {
-            return None;
+            return (None, false);
         }
         if st.buffer.len() >= st.capacity {
             st.evicted = true;
@@ -68,11 +69,11 @@ impl<T> Slot<T> {
             let waker = st.waker.take();
             drop(st);
             drop(dropped);
-            return waker;
+            return (waker, false);
         }
         st.buffer.push_back(event);
         st.seen_rv = rv;
-        st.waker.take()
+        (st.waker.take(), true)
     }
 
     /// Marks the source as gone; the stream ends after the events it still holds.
@@ -80,12 +81,6 @@ impl<T> Slot<T> {
         let mut st = self.state.lock();
         st.source_closed = true;
         st.waker.take()
-    }
-
-    /// Whether writers can stop pushing to this slot.
-    pub(crate) fn is_dead(&self) -> bool {
-        let st = self.state.lock();
-        st.evicted || st.source_closed
     }
 
     /// How many events wait in the buffer.
