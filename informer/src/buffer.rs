@@ -42,6 +42,10 @@ pub enum BufferMode {
     Coalescing,
 }
 
+/// How many times an idle consumer yields, re-checking its queue, before it parks.
+#[cfg(not(kcache_loom))]
+const POP_SPINS: u32 = 4;
+
 enum Queue<T> {
     Ordered(VecDeque<Notification<T>>),
     Coalescing(Coalescing<T>),
@@ -66,6 +70,10 @@ struct State<T> {
     /// The consumer has finished its last delivery and will take no more.
     consumer_done: bool,
     in_flight: bool,
+    /// Threads blocked on `cond` (the consumer waiting for a notification, threads waiting for
+    /// the consumer to finish): a push or completion only signals the condvar when one may be
+    /// parked, so a push to a busy consumer costs no wake-up.
+    parked: usize,
     consumer_waker: Option<Waker>,
     waiters: Vec<Waker>,
 }
@@ -96,6 +104,7 @@ impl<T> Buffer<T> {
                 closed: false,
                 consumer_done: false,
                 in_flight: false,
+                parked: 0,
                 consumer_waker: None,
                 waiters: Vec::new(),
             }),
@@ -126,15 +135,39 @@ impl<T> Buffer<T> {
         } else {
             Vec::new()
         };
+        let parked = st.parked > 0;
         drop(st);
-        self.cond.notify_all();
+        if parked {
+            self.cond.notify_all();
+        }
         wake(consumer, waiters);
         true
     }
 
     /// Blocks until a notification is ready (and marks it in flight) or the buffer is closed.
     pub(crate) fn pop_blocking(&self) -> Option<Notification<T>> {
+        self.pop_locked(self.state.lock())
+    }
+
+    /// [`complete`](Self::complete) then [`pop_blocking`](Self::pop_blocking), under one lock
+    /// acquisition when nobody has to be told of the completion.
+    pub(crate) fn complete_and_pop(&self, initial: bool) -> Option<Notification<T>> {
         let mut st = self.state.lock();
+        st.in_flight = false;
+        if initial {
+            st.initial_outstanding = st.initial_outstanding.saturating_sub(1);
+        }
+        let waiters_due = (st.synced() || st.closed) && !st.waiters.is_empty();
+        if waiters_due || st.parked > 0 {
+            self.notify_waiters(st);
+            return self.pop_blocking();
+        }
+        self.pop_locked(st)
+    }
+
+    fn pop_locked(&self, mut st: MutexGuard<'_, State<T>>) -> Option<Notification<T>> {
+        #[cfg(not(kcache_loom))]
+        let mut spins = 0;
         loop {
             if let Some(n) = Self::take(&mut st) {
                 return Some(n);
@@ -142,8 +175,23 @@ impl<T> Buffer<T> {
             if st.closed {
                 return None;
             }
-            wait_timeout(&self.cond, &mut st, None);
+            // Before parking, give the producer a few chances to push (a yield is far cheaper
+            // than the futex wake-up a push to a parked consumer costs, on both sides).
+            #[cfg(not(kcache_loom))]
+            if spins < POP_SPINS {
+                spins += 1;
+                MutexGuard::unlocked(&mut st, std::thread::yield_now);
+                continue;
+            }
+            Self::park(&self.cond, &mut st);
         }
+    }
+
+    /// Waits on the condvar, counted in `parked`.
+    fn park(cond: &Condvar, st: &mut MutexGuard<'_, State<T>>) {
+        st.parked += 1;
+        wait_timeout(cond, st, None);
+        st.parked -= 1;
     }
 
     /// The async form of [`pop_blocking`](Self::pop_blocking).
@@ -201,8 +249,11 @@ impl<T> Buffer<T> {
         st.initial_outstanding = st.initial_outstanding.saturating_sub(dropped_initial);
         let consumer = st.consumer_waker.take();
         let waiters = std::mem::take(&mut st.waiters);
+        let parked = st.parked > 0;
         drop(st);
-        self.cond.notify_all();
+        if parked {
+            self.cond.notify_all();
+        }
         wake(consumer, waiters);
     }
 
@@ -212,8 +263,11 @@ impl<T> Buffer<T> {
         st.consumer_done = true;
         st.in_flight = false;
         let waiters = std::mem::take(&mut st.waiters);
+        let parked = st.parked > 0;
         drop(st);
-        self.cond.notify_all();
+        if parked {
+            self.cond.notify_all();
+        }
         wake(None, waiters);
     }
 
@@ -223,8 +277,11 @@ impl<T> Buffer<T> {
         } else {
             Vec::new()
         };
+        let parked = st.parked > 0;
         drop(st);
-        self.cond.notify_all();
+        if parked {
+            self.cond.notify_all();
+        }
         wake(None, waiters);
     }
 
@@ -260,7 +317,7 @@ impl<T> Buffer<T> {
     pub(crate) fn wait_consumer_done(&self) {
         let mut st = self.state.lock();
         while !st.consumer_done {
-            wait_timeout(&self.cond, &mut st, None);
+            Self::park(&self.cond, &mut st);
         }
     }
 

@@ -87,7 +87,8 @@ fn run_delivery<T: 'static>(
     handler: &dyn ResourceEventHandler<T>,
     clock: &dyn Clock,
 ) {
-    while let Some(n) = l.buffer.pop_blocking() {
+    let mut next = l.buffer.pop_blocking();
+    while let Some(n) = next {
         l.update_gauge();
         let start = clock.now();
         let outcome = catch_unwind(AssertUnwindSafe(|| deliver(handler, &n.event)));
@@ -112,7 +113,7 @@ fn run_delivery<T: 'static>(
                 );
             }
         }
-        l.buffer.complete(n.initial);
+        next = l.buffer.complete_and_pop(n.initial);
     }
     l.buffer.finish_consumer();
 }
