@@ -6,6 +6,7 @@ use crate::sync::Arc;
 use crate::thread_safe_store::ThreadSafeStore;
 use kcache_core::ResourceVersion;
 use kcache_core::{KeyError, KnownObjects, Meta, ObjectAccessor, ObjectKey, ReflectorStore};
+use std::any::TypeId;
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -101,7 +102,7 @@ impl<T, M: Meta<T>> Indexer<T, M> {
     pub fn update(&self, obj: Arc<T>) -> Result<(), StoreError> {
         let key = M::key(&obj)?;
         let rv = Self::recorded_rv(&obj);
-        Ok(self.store.write(key, obj, rv)?)
+        Ok(self.store.write(key, obj, rv, Some(TypeId::of::<M>()))?)
     }
 
     /// Removes the object stored under `obj`'s key, with the index entries of the *stored*
@@ -125,7 +126,9 @@ impl<T, M: Meta<T>> Indexer<T, M> {
             .into_iter()
             .map(|obj| M::key(&obj).map(|key| (key, obj)))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(self.store.replace(items, rv)?)
+        Ok(self
+            .store
+            .replace_with(items, rv, Some(TypeId::of::<M>()))?)
     }
 
     /// The stored object with the same key as `obj` (client-go's `Get`).

@@ -1,6 +1,8 @@
 //! `Indexers`: the named index functions a store maintains.
 
 use crate::error::BoxError;
+use kcache_core::ObjectKey;
+use std::any::TypeId;
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -26,7 +28,43 @@ pub type IndexFunc<T> = Box<dyn Fn(&T) -> Result<Vec<String>, BoxError> + Send +
 /// assert_eq!(indexers.names().collect::<Vec<_>>(), ["by-node", "by-volume"]);
 /// ```
 pub struct Indexers<T> {
-    funcs: BTreeMap<String, IndexFunc<T>>,
+    funcs: BTreeMap<String, Func<T>>,
+}
+
+/// The key a write is stored under, with the accessor that computed it from the object (so an
+/// index that only needs the key's parts can read them instead of computing the key again).
+pub(crate) type KeyHint<'a> = (&'a ObjectKey, TypeId);
+
+/// An installed index function, in one of its forms.
+pub(crate) enum Func<T> {
+    /// Returns its values as a list.
+    Values(IndexFunc<T>),
+}
+
+impl<T> Func<T> {
+    /// Calls `emit` with each value of `obj` (possibly repeated). On failure some values may have
+    /// been emitted already.
+    pub(crate) fn visit(
+        &self,
+        obj: &T,
+        _key: Option<KeyHint<'_>>,
+        emit: &mut dyn FnMut(&str),
+    ) -> Result<(), BoxError> {
+        match self {
+            Func::Values(f) => {
+                for value in f(obj)? {
+                    emit(&value);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn into_index_func(self) -> Option<IndexFunc<T>> {
+        match self {
+            Func::Values(f) => Some(f),
+        }
+    }
 }
 
 impl<T> Indexers<T> {
@@ -52,7 +90,9 @@ impl<T> Indexers<T> {
     where
         F: Fn(&T) -> Result<Vec<String>, BoxError> + Send + Sync + 'static,
     {
-        self.funcs.insert(name.into(), Box::new(func))
+        self.funcs
+            .insert(name.into(), Func::Values(Box::new(func)))
+            .and_then(Func::into_index_func)
     }
 
     /// The names, sorted.
@@ -70,7 +110,7 @@ impl<T> Indexers<T> {
         self.funcs.is_empty()
     }
 
-    pub(crate) fn into_inner(self) -> BTreeMap<String, IndexFunc<T>> {
+    pub(crate) fn into_inner(self) -> BTreeMap<String, Func<T>> {
         self.funcs
     }
 }

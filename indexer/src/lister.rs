@@ -60,8 +60,8 @@ impl<T, M: Meta<T>> Indexer<T, M> {
                 state
                     .items
                     .iter()
-                    .filter(|(key, _)| key.namespace().unwrap_or("") == namespace)
-                    .map(|(_, obj)| obj.clone())
+                    .filter(|(_, s)| s.key.namespace().unwrap_or("") == namespace)
+                    .map(|(_, s)| s.obj.clone())
                     .collect()
             }
         }

@@ -5,12 +5,15 @@ mod invariants;
 mod tests;
 
 use crate::error::{AddIndexersError, IndexError, IndexFuncError, UnknownIndexError};
-use crate::index::{Hasher, Index, Plan};
+use crate::index::{reserve_slowly, to_u32, Hasher, Id, Index, KeySet, Scratch};
 use crate::indexers::Indexers;
 use crate::sync::{Arc, RwLock, RwLockReadGuard};
 use kcache_core::{ObjectKey, ResourceVersion};
+use std::any::TypeId;
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::fmt;
+use std::hash::BuildHasher;
 
 /// A concurrent map from [`ObjectKey`] to `Arc<T>` with multi-valued secondary indexes
 /// (client-go's `ThreadSafeStore`).
@@ -26,8 +29,9 @@ use std::fmt;
 ///
 /// # Index functions
 /// A write first computes every index value of the new object; if an index function fails,
-/// the write returns an [`IndexFuncError`] and changes nothing (client-go panics). Old entries
-/// are found by calling the index function on the *stored* object, so a delete cleans up after
+/// the write returns an [`IndexFuncError`] and changes nothing (client-go panics). The values an
+/// object was indexed under are remembered, so replacing or deleting it removes exactly those
+/// entries without calling any index function on the stored object: a delete cleans up after
 /// what was stored, whatever object the caller holds. Index functions run under the write lock:
 /// they must not call back into the store.
 ///
@@ -53,10 +57,155 @@ pub struct ThreadSafeStore<T> {
     state: RwLock<State<T>>,
 }
 
+/// A stored object and its key.
+pub(crate) struct Slot<T> {
+    pub(crate) key: ObjectKey,
+    pub(crate) obj: Arc<T>,
+}
+
+/// The stored objects: slots numbered by id, found by key through a table of 32-bit key hashes
+/// (8 bytes an object; the rare keys whose hash is taken spill into a small map).
+pub(crate) struct Items<T> {
+    hasher: Hasher,
+    by_hash: HashMap<u32, Id, Hasher>,
+    spill: HashMap<ObjectKey, Id, Hasher>,
+    slots: Vec<Option<Slot<T>>>,
+    free: Vec<Id>,
+    len: usize,
+}
+
+impl<T> Items<T> {
+    fn new() -> Self {
+        Self {
+            hasher: Hasher::default(),
+            by_hash: HashMap::default(),
+            spill: HashMap::default(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            len: 0,
+        }
+    }
+
+    fn h32(&self, key: &str) -> u32 {
+        // Tests and fuzzers keep 3 bits, so that most keys collide and the spill map is exercised.
+        const MASK: u32 = if cfg!(any(test, fuzzing)) {
+            0x7
+        } else {
+            u32::MAX
+        };
+        self.hasher.hash_one(key) as u32 & MASK
+    }
+
+    /// The id of the object under `key`.
+    pub(crate) fn find(&self, key: &str) -> Option<Id> {
+        let id = *self.by_hash.get(&self.h32(key))?;
+        if self.slot(id).is_some_and(|s| s.key.as_str() == key) {
+            return Some(id);
+        }
+        if self.spill.is_empty() {
+            None
+        } else {
+            self.spill.get(key).copied()
+        }
+    }
+
+    pub(crate) fn slot(&self, id: Id) -> Option<&Slot<T>> {
+        self.slots.get(id as usize).and_then(Option::as_ref)
+    }
+
+    /// Stores a new key (known to be absent).
+    fn insert_new(&mut self, key: ObjectKey, obj: Arc<T>) -> Id {
+        let id = match self.free.pop() {
+            Some(id) => id,
+            None => {
+                reserve_slowly(&mut self.slots, 1);
+                self.slots.push(None);
+                to_u32(self.slots.len() - 1)
+            }
+        };
+        let h = self.h32(key.as_str());
+        match self.by_hash.entry(h) {
+            Entry::Vacant(e) => {
+                e.insert(id);
+            }
+            Entry::Occupied(_) => {
+                self.spill.insert(key.clone(), id);
+            }
+        }
+        self.slots[id as usize] = Some(Slot { key, obj });
+        self.len += 1;
+        id
+    }
+
+    /// Replaces the object in slot `id`, returning the old one.
+    fn replace_obj(&mut self, id: Id, obj: Arc<T>) -> Option<Arc<T>> {
+        let slot = self.slots.get_mut(id as usize)?.as_mut()?;
+        Some(std::mem::replace(&mut slot.obj, obj))
+    }
+
+    fn remove(&mut self, id: Id) -> Option<Slot<T>> {
+        let slot = self.slots.get_mut(id as usize)?.take()?;
+        let h = self.h32(slot.key.as_str());
+        if self.by_hash.get(&h) == Some(&id) {
+            let heir = self
+                .spill
+                .iter()
+                .find(|(k, _)| self.h32(k.as_str()) == h)
+                .map(|(k, &i)| (k.clone(), i));
+            match heir {
+                Some((k, i)) => {
+                    self.spill.remove(&k);
+                    self.by_hash.insert(h, i);
+                }
+                None => {
+                    self.by_hash.remove(&h);
+                }
+            }
+        } else {
+            self.spill.remove(slot.key.as_str());
+        }
+        self.free.push(id);
+        self.len -= 1;
+        Some(slot)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Every (id, slot), in slot order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (Id, &Slot<T>)> + '_ {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| Some((to_u32(i), s.as_ref()?)))
+    }
+
+    /// Internal consistency of the key table.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        let live = self.slots.iter().flatten().count();
+        if live != self.len || self.by_hash.len() + self.spill.len() != live {
+            return Err(format!(
+                "{live} slots, len {}, {} + {} keys",
+                self.len,
+                self.by_hash.len(),
+                self.spill.len()
+            ));
+        }
+        for (id, slot) in self.iter() {
+            if self.find(slot.key.as_str()) != Some(id) {
+                return Err(format!("key {} does not find its slot", slot.key));
+            }
+        }
+        Ok(())
+    }
+}
+
 pub(crate) struct State<T> {
-    pub(crate) items: HashMap<ObjectKey, Arc<T>, Hasher>,
+    pub(crate) items: Items<T>,
     pub(crate) indexes: Vec<Index<T>>,
     rv: ResourceVersion,
+    scratch: Scratch,
 }
 
 impl<T> State<T> {
@@ -69,8 +218,55 @@ impl<T> State<T> {
             })
     }
 
-    fn objects<'a>(&'a self, keys: impl Iterator<Item = &'a ObjectKey>) -> Vec<Arc<T>> {
-        keys.filter_map(|k| self.items.get(k).cloned()).collect()
+    fn objects(&self, ids: impl Iterator<Item = Id>) -> Vec<Arc<T>> {
+        ids.filter_map(|id| self.items.slot(id).map(|s| s.obj.clone()))
+            .collect()
+    }
+
+    /// Stages every index's values for `obj` into the scratch buffers.
+    fn stage(
+        &mut self,
+        key: &ObjectKey,
+        obj: &T,
+        accessor: Option<TypeId>,
+    ) -> Result<(), IndexFuncError> {
+        let State {
+            indexes, scratch, ..
+        } = self;
+        scratch.clear();
+        for ix in indexes.iter() {
+            if let Err(e) = ix
+                .data
+                .stage(ix.func(), obj, accessor.map(|a| (key, a)), scratch)
+            {
+                scratch.clear();
+                return Err(ix.error(Some(key), e));
+            }
+        }
+        Ok(())
+    }
+
+    /// Stores `obj` under `key`, returning the object it replaces (to be dropped unlocked).
+    fn write(
+        &mut self,
+        key: ObjectKey,
+        obj: Arc<T>,
+        accessor: Option<TypeId>,
+    ) -> Result<Option<Arc<T>>, IndexFuncError> {
+        let found = self.items.find(key.as_str());
+        self.stage(&key, &obj, accessor)?;
+        let (id, old) = match found {
+            Some(id) => (id, self.items.replace_obj(id, obj)),
+            None => (self.items.insert_new(key, obj), None),
+        };
+        let State {
+            indexes, scratch, ..
+        } = self;
+        for (i, ix) in indexes.iter_mut().enumerate() {
+            ix.data.set(id, scratch, i);
+        }
+        scratch.clear();
+        Ok(old)
     }
 }
 
@@ -90,9 +286,10 @@ impl<T> ThreadSafeStore<T> {
             .collect();
         Self {
             state: RwLock::new(State {
-                items: HashMap::default(),
+                items: Items::new(),
                 indexes,
                 rv: ResourceVersion::default(),
+                scratch: Scratch::default(),
             }),
         }
     }
@@ -102,7 +299,7 @@ impl<T> ThreadSafeStore<T> {
     /// # Errors
     /// An [`IndexFuncError`] if an index function fails on `obj`; the store is unchanged.
     pub fn add(&self, key: ObjectKey, obj: Arc<T>) -> Result<(), IndexFuncError> {
-        self.write(key, obj, None)
+        self.write(key, obj, None, None)
     }
 
     /// Stores `obj` under `key`, replacing and re-indexing any object stored there.
@@ -110,35 +307,30 @@ impl<T> ThreadSafeStore<T> {
     /// # Errors
     /// An [`IndexFuncError`] if an index function fails on `obj`; the store is unchanged.
     pub fn update(&self, key: ObjectKey, obj: Arc<T>) -> Result<(), IndexFuncError> {
-        self.write(key, obj, None)
+        self.write(key, obj, None, None)
     }
 
+    /// Writes `obj` under `key`; `accessor` names the [`Meta`](kcache_core::Meta) that computed
+    /// `key` from `obj`, if one did.
     pub(crate) fn write(
         &self,
         key: ObjectKey,
         obj: Arc<T>,
         rv: Option<ResourceVersion>,
+        accessor: Option<TypeId>,
     ) -> Result<(), IndexFuncError> {
         let mut guard = self.state.write();
-        let state = &mut *guard;
-        let old = state.items.get(&key);
-        let plans = state
-            .indexes
-            .iter()
-            .map(|ix| ix.plan(&key, old.map(|o| &**o), Some(&*obj)))
-            .collect::<Result<Vec<Plan>, _>>()?;
-        for (ix, plan) in state.indexes.iter_mut().zip(plans) {
-            ix.apply(&key, plan);
-        }
-        state.items.insert(key, obj);
+        let old = guard.write(key, obj, accessor)?;
         if let Some(rv) = rv {
-            state.rv = rv;
+            guard.rv = rv;
         }
+        drop(guard);
+        drop(old);
         Ok(())
     }
 
-    /// Removes the object under `key` and its index entries (computed from the stored object),
-    /// returning it. A missing key is not an error.
+    /// Removes the object under `key` and its index entries (the ones recorded when it was
+    /// stored), returning it. A missing key is not an error.
     pub fn delete<Q: AsRef<str> + ?Sized>(&self, key: &Q) -> Option<Arc<T>> {
         self.remove(key.as_ref(), None)
     }
@@ -146,19 +338,17 @@ impl<T> ThreadSafeStore<T> {
     pub(crate) fn remove(&self, key: &str, rv: Option<ResourceVersion>) -> Option<Arc<T>> {
         let mut guard = self.state.write();
         let state = &mut *guard;
-        let removed = state.items.remove_entry(key);
-        if let Some((key, old)) = &removed {
+        let removed = state.items.find(key).and_then(|id| {
             for ix in &mut state.indexes {
-                // Never fails: there is no new object, and a failure on the old one plans a scan.
-                if let Ok(plan) = ix.plan(key, Some(&**old), None) {
-                    ix.apply(key, plan);
-                }
+                ix.data.clear(id);
             }
-        }
+            state.items.remove(id)
+        });
         if let Some(rv) = rv {
             state.rv = rv;
         }
-        removed.map(|(_, obj)| obj)
+        drop(guard);
+        removed.map(|slot| slot.obj)
     }
 
     /// Replaces the whole content with `items` (a later duplicate key wins) as of resource version
@@ -171,21 +361,49 @@ impl<T> ThreadSafeStore<T> {
     where
         I: IntoIterator<Item = (ObjectKey, Arc<T>)>,
     {
-        let items: HashMap<ObjectKey, Arc<T>, Hasher> = items.into_iter().collect();
+        self.replace_with(items, rv, None)
+    }
+
+    pub(crate) fn replace_with<I>(
+        &self,
+        items: I,
+        rv: ResourceVersion,
+        accessor: Option<TypeId>,
+    ) -> Result<(), IndexFuncError>
+    where
+        I: IntoIterator<Item = (ObjectKey, Arc<T>)>,
+    {
+        let mut new = Items::new();
+        let mut replaced = Vec::new();
+        for (key, obj) in items {
+            match new.find(key.as_str()) {
+                Some(id) => replaced.extend(new.replace_obj(id, obj)),
+                None => {
+                    new.insert_new(key, obj);
+                }
+            }
+        }
         let mut guard = self.state.write();
         let state = &mut *guard;
+        let mut scratch = std::mem::take(&mut state.scratch);
         let rebuilt = state
             .indexes
             .iter()
-            .map(|ix| ix.build(items.iter()))
-            .collect::<Result<Vec<_>, _>>()?;
-        for (ix, values) in state.indexes.iter_mut().zip(rebuilt) {
-            ix.set_values(values);
+            .map(|ix| {
+                let slots = new.iter().map(|(id, s)| (id, &s.key, &s.obj));
+                ix.build(slots, accessor, &mut scratch)
+            })
+            .collect::<Result<Vec<_>, _>>();
+        state.scratch = scratch;
+        let rebuilt = rebuilt?;
+        for (ix, data) in state.indexes.iter_mut().zip(rebuilt) {
+            ix.data = data;
         }
-        let old = std::mem::replace(&mut state.items, items);
+        let old = std::mem::replace(&mut state.items, new);
         state.rv = rv;
         drop(guard);
-        drop(old); // the old map (and maybe the last handles to old objects) freed unlocked
+        drop(old); // the old items (and maybe the last handles to old objects) freed unlocked
+        drop(replaced);
         Ok(())
     }
 
@@ -204,22 +422,30 @@ impl<T> ThreadSafeStore<T> {
 
     /// The object under `key`.
     pub fn get<Q: AsRef<str> + ?Sized>(&self, key: &Q) -> Option<Arc<T>> {
-        self.state.read().items.get(key.as_ref()).cloned()
+        let state = self.state.read();
+        let id = state.items.find(key.as_ref())?;
+        state.items.slot(id).map(|s| s.obj.clone())
     }
 
     /// Whether an object is stored under `key`.
     pub fn contains_key<Q: AsRef<str> + ?Sized>(&self, key: &Q) -> bool {
-        self.state.read().items.contains_key(key.as_ref())
+        self.state.read().items.find(key.as_ref()).is_some()
     }
 
     /// Every object, in no particular order.
     pub fn list(&self) -> Vec<Arc<T>> {
-        self.state.read().items.values().cloned().collect()
+        let state = self.state.read();
+        let mut out = Vec::with_capacity(state.items.len());
+        out.extend(state.items.iter().map(|(_, s)| s.obj.clone()));
+        out
     }
 
     /// Every key, in no particular order.
     pub fn list_keys(&self) -> Vec<ObjectKey> {
-        self.state.read().items.keys().cloned().collect()
+        let state = self.state.read();
+        let mut out = Vec::with_capacity(state.items.len());
+        out.extend(state.items.iter().map(|(_, s)| s.key.clone()));
+        out
     }
 
     /// How many objects are stored.
@@ -229,7 +455,7 @@ impl<T> ThreadSafeStore<T> {
 
     /// Whether the store is empty.
     pub fn is_empty(&self) -> bool {
-        self.state.read().items.is_empty()
+        self.len() == 0
     }
 
     /// The objects sharing at least one value with `obj` in index `name`, each once, in key order.
@@ -240,15 +466,16 @@ impl<T> ThreadSafeStore<T> {
     pub fn index(&self, name: &str, obj: &T) -> Result<Vec<Arc<T>>, IndexError> {
         let state = self.state.read();
         let ix = state.index(name)?;
-        let values = ix.compute(obj, None)?;
-        let mut keys: Vec<&ObjectKey> = values
-            .iter()
-            .filter_map(|v| ix.keys(v))
-            .flat_map(|set| set.iter())
-            .collect();
-        keys.sort_unstable();
-        keys.dedup();
-        Ok(state.objects(keys.into_iter()))
+        let mut ids: Vec<Id> = Vec::new();
+        ix.func()
+            .visit(obj, None, &mut |v| {
+                ids.extend(ix.data.keys(v).into_iter().flat_map(KeySet::iter));
+            })
+            .map_err(|e| ix.error(None, e))?;
+        let mut slots: Vec<&Slot<T>> = ids.iter().filter_map(|&id| state.items.slot(id)).collect();
+        slots.sort_unstable_by(|a, b| a.key.cmp(&b.key));
+        slots.dedup_by(|a, b| a.key == b.key);
+        Ok(slots.into_iter().map(|s| s.obj.clone()).collect())
     }
 
     /// The keys indexed under `value` in index `name`, sorted (empty for an unknown value).
@@ -259,10 +486,11 @@ impl<T> ThreadSafeStore<T> {
         let state = self.state.read();
         let mut keys: Vec<ObjectKey> = state
             .index(name)?
+            .data
             .keys(value)
             .into_iter()
-            .flat_map(|s| s.iter())
-            .cloned()
+            .flat_map(KeySet::iter)
+            .filter_map(|id| state.items.slot(id).map(|s| s.key.clone()))
             .collect();
         drop(state);
         keys.sort_unstable();
@@ -276,12 +504,13 @@ impl<T> ThreadSafeStore<T> {
     /// [`UnknownIndexError`] for an unknown index.
     pub fn by_index(&self, name: &str, value: &str) -> Result<Vec<Arc<T>>, UnknownIndexError> {
         let state = self.state.read();
-        let keys = state
+        let ids = state
             .index(name)?
+            .data
             .keys(value)
             .into_iter()
-            .flat_map(|s| s.iter());
-        Ok(state.objects(keys))
+            .flat_map(KeySet::iter);
+        Ok(state.objects(ids))
     }
 
     /// Every value that currently has objects in index `name`, sorted; empty for an unknown index
@@ -289,7 +518,7 @@ impl<T> ThreadSafeStore<T> {
     pub fn list_index_func_values(&self, name: &str) -> Vec<Arc<str>> {
         let state = self.state.read();
         let mut values: Vec<Arc<str>> = match state.index(name) {
-            Ok(ix) => ix.values().cloned().collect(),
+            Ok(ix) => ix.data.values().cloned().collect(),
             Err(_) => Vec::new(),
         };
         drop(state);
@@ -331,12 +560,20 @@ impl<T> ThreadSafeStore<T> {
             return Err(AddIndexersError::Conflict { names: conflicts });
         }
         let mut built = Vec::with_capacity(indexers.len());
+        let mut scratch = std::mem::take(&mut state.scratch);
         for (name, func) in indexers.into_inner() {
             let mut ix = Index::new(name, func);
-            let values = ix.build(state.items.iter())?;
-            ix.set_values(values);
+            let slots = state.items.iter().map(|(id, s)| (id, &s.key, &s.obj));
+            match ix.build(slots, None, &mut scratch) {
+                Ok(data) => ix.data = data,
+                Err(e) => {
+                    state.scratch = scratch;
+                    return Err(e.into());
+                }
+            }
             built.push(ix);
         }
+        state.scratch = scratch;
         state.indexes.extend(built);
         Ok(())
     }

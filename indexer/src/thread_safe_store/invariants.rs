@@ -5,8 +5,9 @@ use std::collections::BTreeSet;
 
 impl<T> ThreadSafeStore<T> {
     /// Checks, under one read lock, that items and indexes agree exactly: every stored object is
-    /// indexed under every value its index functions give, every index entry points at a stored
-    /// object whose functions give that value, and no value has an empty key set.
+    /// indexed under every value its index functions give (and records exactly those values),
+    /// every index entry points at a stored object whose functions give that value, no value has
+    /// an empty key set, and every key finds its object.
     ///
     /// Meant for tests and fuzzers (it calls every index function on every object).
     ///
@@ -15,24 +16,31 @@ impl<T> ThreadSafeStore<T> {
     #[doc(hidden)]
     pub fn check_invariants(&self) -> Result<(), String> {
         let state = self.read();
+        state.items.check()?;
         for ix in &state.indexes {
+            ix.data
+                .check()
+                .map_err(|e| format!("index {:?}: {e}", ix.name()))?;
             let mut entries = 0usize;
-            for (value, keys) in ix.entries() {
-                if keys.len() == 0 {
+            for (value, ids) in ix.data.entries() {
+                if ids.len() == 0 {
                     return Err(format!(
                         "index {:?}: empty key set under {value:?}",
                         ix.name()
                     ));
                 }
-                for key in keys.iter() {
+                for id in ids.iter() {
                     entries += 1;
-                    let Some(obj) = state.items.get(key) else {
+                    let Some(slot) = state.items.slot(id) else {
                         return Err(format!(
-                            "index {:?}: {value:?} points at missing key {key}",
+                            "index {:?}: {value:?} points at missing id {id}",
                             ix.name()
                         ));
                     };
-                    let values = ix.compute(obj, Some(key)).map_err(|e| e.to_string())?;
+                    let key = &slot.key;
+                    let values = ix
+                        .compute(&slot.obj, Some(key))
+                        .map_err(|e| e.to_string())?;
                     if !values.iter().any(|v| **v == **value) {
                         return Err(format!(
                             "index {:?}: {key} is under {value:?} but yields {values:?}",
@@ -42,15 +50,23 @@ impl<T> ThreadSafeStore<T> {
                 }
             }
             let mut expected = 0usize;
-            for (key, obj) in &state.items {
+            for (id, slot) in state.items.iter() {
+                let key = &slot.key;
                 let values: BTreeSet<String> = ix
-                    .compute(obj, Some(key))
+                    .compute(&slot.obj, Some(key))
                     .map_err(|e| e.to_string())?
                     .into_iter()
                     .collect();
+                let recorded: BTreeSet<String> = ix.data.recorded(id).map(str::to_owned).collect();
+                if recorded != values {
+                    return Err(format!(
+                        "index {:?}: {key} yields {values:?} but records {recorded:?}",
+                        ix.name()
+                    ));
+                }
                 expected += values.len();
                 for value in values {
-                    if !ix.keys(&value).is_some_and(|set| set.contains(key)) {
+                    if !ix.data.keys(&value).is_some_and(|set| set.contains(id)) {
                         return Err(format!(
                             "index {:?}: {key} yields {value:?} but is not indexed under it",
                             ix.name()
