@@ -70,6 +70,6 @@ pub use error::{
     AddIndexersError, BoxError, IndexError, IndexFuncError, StoreError, UnknownIndexError,
 };
 pub use indexer::Indexer;
-pub use indexers::{IndexFunc, Indexers};
+pub use indexers::{IndexFunc, IndexValuesFunc, Indexers};
 pub use namespace::{namespace_index_fn, NAMESPACE_INDEX};
 pub use thread_safe_store::ThreadSafeStore;

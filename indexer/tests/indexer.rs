@@ -230,3 +230,74 @@ fn concurrent_readers_always_see_objects_under_their_own_index_values() {
     reader.join().unwrap();
     store.thread_safe_store().check_invariants().unwrap();
 }
+
+#[test]
+fn the_emitting_namespace_and_value_indexes_agree_with_the_list_forms() {
+    let lists = with_namespace_index();
+    let emitting: Indexer<Pod> = Indexer::with_indexers(
+        Indexers::new()
+            .with_namespace_index::<ObjectAccessor>()
+            .with_each_value("app", |p: &Pod, emit: &mut dyn FnMut(&str)| {
+                if let Some(app) = p.labels.get("app") {
+                    emit(app);
+                    emit(app); // repeats are ignored
+                }
+                Ok(())
+            }),
+    );
+    for store in [&lists, &emitting] {
+        store.add(pod("a", "x").label("app", "web").arc()).unwrap();
+        store.add(pod("b", "y").label("app", "web").arc()).unwrap();
+        store.add(pod("", "z").arc()).unwrap();
+        store
+            .update(pod("a", "x").label("app", "db").arc())
+            .unwrap();
+        // Written with a key the accessor did not compute: the namespace comes from the object.
+        store
+            .thread_safe_store()
+            .add(
+                kcache_core::ObjectKey::new("other/w").unwrap(),
+                pod("b", "w").arc(),
+            )
+            .unwrap();
+        store.thread_safe_store().check_invariants().unwrap();
+    }
+    for (index, value) in [
+        (NAMESPACE_INDEX, "a"),
+        (NAMESPACE_INDEX, "b"),
+        (NAMESPACE_INDEX, ""),
+        (NAMESPACE_INDEX, "other"),
+        ("app", "web"),
+        ("app", "db"),
+    ] {
+        assert_eq!(
+            sorted_names(lists.by_index(index, value).unwrap()),
+            sorted_names(emitting.by_index(index, value).unwrap()),
+            "{index}={value}"
+        );
+    }
+    assert_eq!(
+        lists.list_index_func_values(NAMESPACE_INDEX),
+        emitting.list_index_func_values(NAMESPACE_INDEX)
+    );
+}
+
+#[test]
+fn an_emitting_function_that_fails_after_emitting_changes_nothing() {
+    let store: Indexer<Pod> = Indexer::with_indexers(Indexers::new().with_each_value(
+        "app",
+        |p: &Pod, emit: &mut dyn FnMut(&str)| {
+            emit("seen");
+            if p.labels.contains_key("bad") {
+                return Err("bad pod".into());
+            }
+            Ok(())
+        },
+    ));
+    store.add(pod("a", "x").arc()).unwrap();
+    assert!(store.add(pod("a", "x").label("bad", "1").arc()).is_err());
+    assert!(store.add(pod("a", "y").label("bad", "1").arc()).is_err());
+    assert_eq!(store.len(), 1);
+    assert_eq!(store.index_keys("app", "seen").unwrap().len(), 1);
+    store.thread_safe_store().check_invariants().unwrap();
+}
