@@ -12,7 +12,7 @@ use crate::objects::{
     self, build_counted, initial, measure_bytes, replacement, ConfigMapMeta, OBJECTS,
 };
 use k8s_openapi::api::core::v1::ConfigMap;
-use kcache_indexer::{namespace_index_fn, Indexer, Indexers, NAMESPACE_INDEX};
+use kcache_indexer::{Indexer, Indexers, NAMESPACE_INDEX};
 use kube_runtime::reflector::{self, ObjectRef};
 use kube_runtime::watcher::Event;
 use std::hint::black_box;
@@ -34,12 +34,12 @@ fn run(_: &str, name: &str) -> Result<Metrics, String> {
     match name {
         "kcache" => drive(Indexer::<ConfigMap, ConfigMapMeta>::with_indexers(
             Indexers::new()
-                .with(
-                    NAMESPACE_INDEX,
-                    namespace_index_fn::<ConfigMap, ConfigMapMeta>,
-                )
-                .with(LABEL_INDEX, |cm: &ConfigMap| {
-                    Ok(objects::app(cm).map(str::to_owned).into_iter().collect())
+                .with_namespace_index::<ConfigMapMeta>()
+                .with_each_value(LABEL_INDEX, |cm: &ConfigMap, emit: &mut dyn FnMut(&str)| {
+                    if let Some(app) = objects::app(cm) {
+                        emit(app);
+                    }
+                    Ok(())
                 }),
         )),
         "rwlock-hashmap" => drive(NaiveStore::new(
