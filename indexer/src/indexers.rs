@@ -10,8 +10,8 @@ use std::fmt;
 /// An index function: the zero or more values under which an object is indexed.
 ///
 /// It should be total and deterministic (the same object always yields the same values); the store
-/// calls it on every write, and again on the stored object when that object is replaced or
-/// deleted. A failure is reported to the writer as an [`IndexFuncError`](crate::IndexFuncError)
+/// calls it on every written object and remembers the values, so replacing or deleting the object
+/// later removes exactly those entries without calling it again. A failure is reported to the writer as an [`IndexFuncError`](crate::IndexFuncError)
 /// and the store is left unchanged.
 pub type IndexFunc<T> = Box<dyn Fn(&T) -> Result<Vec<String>, BoxError> + Send + Sync + 'static>;
 
