@@ -183,10 +183,11 @@ async fn hammer_concurrent_writers_give_valid_per_key_sequences_and_the_source_s
     let want = source_view(&src);
     let r2 = tokio::time::timeout(WAIT, async {
         loop {
+            // Count first: an event landing between the check and the wait is then not missed.
+            let n = recorder.len();
             if recorder.view() == want {
                 break;
             }
-            let n = recorder.len();
             recorder.wait_for_quiet(n + 1).await;
         }
     })

@@ -499,8 +499,13 @@ async fn a_slow_coalescing_handler_holds_at_most_one_notification_per_key() {
     }
     let want = source_view(&src);
     let r = tokio::time::timeout(WAIT, async {
-        while rec.view() != want || reg.pending() > 0 {
-            rec.wait_for_quiet(rec.len() + 1).await;
+        loop {
+            // Count first: an event landing between the check and the wait is then not missed.
+            let n = rec.len();
+            if rec.view() == want && reg.pending() == 0 {
+                break;
+            }
+            rec.wait_for_quiet(n + 1).await;
         }
     })
     .await;
