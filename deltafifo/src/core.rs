@@ -10,8 +10,13 @@
 
 use crate::{Delta, DeltaType, Deltas};
 use kcache_core::{KnownObjects, ObjectKey};
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
+
+/// The hasher of the key-indexed maps and sets: foldhash, randomly seeded per process.
+type Hasher = foldhash::fast::RandomState;
+type HashMap<K, V> = std::collections::HashMap<K, V, Hasher>;
+type HashSet<K> = std::collections::HashSet<K, Hasher>;
 
 /// A key handed to a process function.
 #[derive(Debug)]
@@ -58,11 +63,11 @@ pub(crate) struct FifoCore<T> {
 impl<T> FifoCore<T> {
     pub(crate) fn new(emit_replaced: bool) -> Self {
         Self {
-            items: HashMap::new(),
+            items: HashMap::default(),
             queue: VecDeque::new(),
             in_flight: BTreeMap::new(),
             populated: false,
-            initial: HashSet::new(),
+            initial: HashSet::default(),
             initial_in_flight: 0,
             closed: false,
             emit_replaced,
@@ -127,7 +132,7 @@ impl<T> FifoCore<T> {
         } else {
             DeltaType::Sync
         };
-        let mut keys = HashSet::with_capacity(listed.len());
+        let mut keys = HashSet::with_capacity_and_hasher(listed.len(), Hasher::default());
         for (key, obj) in listed {
             keys.insert(key.clone());
             self.enqueue(key, Delta::new(ty, obj));
@@ -268,7 +273,7 @@ impl<T> FifoCore<T> {
 
     /// Checks the structural invariants, describing the first one broken.
     pub(crate) fn check_invariants(&self) -> Result<(), String> {
-        let mut seen = HashSet::new();
+        let mut seen = HashSet::default();
         for k in &self.queue {
             if !seen.insert(k) {
                 return Err(format!("key {k:?} is in the queue twice"));
