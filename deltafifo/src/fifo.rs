@@ -12,9 +12,13 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::task::Waker;
 
-/// The lock-protected state: the bookkeeping and the parked async poppers.
+/// The lock-protected state: the bookkeeping, the blocked poppers and the parked async poppers.
 pub(crate) struct State<T> {
     pub(crate) core: FifoCore<T>,
+    /// Threads in `pop` waiting on the condvar. A popper counts itself under the lock before it
+    /// waits and uncounts itself after, so a writer that sees zero under the lock has no one to
+    /// wake (the wakers map is the parked tasks' count the same way).
+    pub(crate) blocked: usize,
     pub(crate) wakers: HashMap<u64, Waker>,
     pub(crate) next_waker_id: u64,
 }
@@ -113,6 +117,7 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
         Self {
             state: Mutex::new(State {
                 core: FifoCore::new(options.emit_delta_type_replaced),
+                blocked: 0,
                 wakers: HashMap::new(),
                 next_waker_id: 0,
             }),
@@ -142,11 +147,15 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
         self.known.as_deref()
     }
 
-    /// Releases the lock, then wakes every blocked and every parked popper.
+    /// Releases the lock, then wakes every blocked and every parked popper. Without any, it only
+    /// releases the lock: no futex wake, no waker traffic.
     pub(crate) fn notify(&self, mut st: MutexGuard<'_, State<T>>) {
+        let blocked = st.blocked != 0;
         let wakers = std::mem::take(&mut st.wakers);
         drop(st);
-        self.cond.notify_all();
+        if blocked {
+            self.cond.notify_all();
+        }
         for w in wakers.into_values() {
             w.wake();
         }
@@ -244,7 +253,11 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
             match st.core.next() {
                 Next::Ready(t) => break t,
                 Next::Closed => return Err(PopError::Closed),
-                Next::Wait => crate::sync::wait_timeout(&self.cond, &mut st, None),
+                Next::Wait => {
+                    st.blocked += 1;
+                    crate::sync::wait_timeout(&self.cond, &mut st, None);
+                    st.blocked -= 1;
+                }
             }
         };
         drop(st);
