@@ -18,6 +18,10 @@ type Hasher = foldhash::fast::RandomState;
 type HashMap<K, V> = std::collections::HashMap<K, V, Hasher>;
 type HashSet<K> = std::collections::HashSet<K, Hasher>;
 
+/// Capacity (in entries) above which a fully drained FIFO replaces its storage with fresh, empty
+/// collections.
+const SHRINK_ABOVE: usize = 1024;
+
 /// A key handed to a process function.
 #[derive(Debug)]
 pub(crate) struct Taken<T> {
@@ -236,6 +240,25 @@ impl<T> FifoCore<T> {
             if f.initial {
                 self.initial_in_flight = self.initial_in_flight.saturating_sub(1);
             }
+        }
+        if self.is_idle() {
+            self.release_drained();
+        }
+    }
+
+    /// Fully drained (nothing queued, nothing in flight): gives back the storage a large burst
+    /// (typically the first `replace`) left behind. Only at empty, so a draining queue never
+    /// rehashes or reallocates on its way down. (A hash map's reported capacity understates its
+    /// table once removals left tombstones, so a table just above the threshold may be kept.)
+    fn release_drained(&mut self) {
+        if self.items.capacity() > SHRINK_ABOVE {
+            self.items = HashMap::default();
+        }
+        if self.queue.capacity() > SHRINK_ABOVE {
+            self.queue = VecDeque::new();
+        }
+        if self.initial.capacity() > SHRINK_ABOVE {
+            self.initial = HashSet::default();
         }
     }
 

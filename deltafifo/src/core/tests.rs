@@ -356,3 +356,33 @@ fn a_closed_fifo_reports_closed_only_once_nothing_is_queued() {
     c.add(k("b"), o(1));
     assert_eq!(pop(&mut c).0, "b", "writes are still accepted after close");
 }
+
+#[test]
+fn a_fully_drained_fifo_gives_back_large_storage_but_not_while_draining() {
+    let mut c = FifoCore::new(true);
+    let listed = (0..3000).map(|i| (k(&format!("k{i}")), o(i))).collect();
+    c.replace(listed, None);
+    let big = c.queue.capacity();
+    assert!(big >= 3000);
+    for _ in 0..2999 {
+        pop(&mut c);
+    }
+    // (A hash map's reported capacity drops as removals leave tombstones; the queue's does not.)
+    assert_eq!(c.queue.capacity(), big, "not shrunk while keys remain");
+    assert!(c.items.capacity() > super::SHRINK_ABOVE);
+    let last = take(&mut c);
+    assert_eq!(
+        c.queue.capacity(),
+        big,
+        "not shrunk while a key is in flight"
+    );
+    assert!(c.items.capacity() > super::SHRINK_ABOVE);
+    c.finish(&last.key);
+    assert!(c.has_synced());
+    assert!(c.items.capacity() <= super::SHRINK_ABOVE);
+    assert!(c.queue.capacity() <= super::SHRINK_ABOVE);
+    assert!(c.initial.capacity() <= super::SHRINK_ABOVE);
+    c.add(k("x"), o(1));
+    assert_eq!(pop(&mut c).0, "x");
+    c.check_invariants().unwrap();
+}
