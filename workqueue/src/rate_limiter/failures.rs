@@ -34,8 +34,11 @@ impl<T: Eq + Hash + Clone> FailureCounts<T> {
     }
 
     fn shard(&self, item: &T) -> &Mutex<HashMap<T, usize, Hasher>> {
-        // SHARDS is a power of two, so the mask keeps the index in range.
-        let i = (self.pick.hash_one(item) as usize) & (SHARDS - 1);
+        // foldhash's fast hash is weak in its raw bits for runs of small integer keys (a shard
+        // could stay empty), so mix once more (Fibonacci hashing) and take the top bits. SHARDS
+        // is a power of two, so the shift keeps the index in range.
+        let mixed = self.pick.hash_one(item).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let i = (mixed >> (64 - SHARDS.trailing_zeros())) as usize;
         &self.shards[i]
     }
 
