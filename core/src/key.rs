@@ -77,11 +77,7 @@ impl ObjectKey {
         if namespace.is_empty() {
             return Ok(Self(Arc::from(name)));
         }
-        let mut s = String::with_capacity(namespace.len() + 1 + name.len());
-        s.push_str(namespace);
-        s.push('/');
-        s.push_str(name);
-        Ok(Self(Arc::from(s)))
+        Ok(Self(joined(namespace, name)))
     }
 
     /// The key of a cluster-scoped object: just its name.
@@ -116,6 +112,30 @@ impl ObjectKey {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+}
+
+/// Keys up to this length are joined on the stack, so building one costs a single allocation.
+const STACK_KEY: usize = 128;
+
+/// `"namespace/name"` as one shared string, allocated once (a `String` turned into an `Arc<str>`
+/// would be allocated twice and copied).
+fn joined(namespace: &str, name: &str) -> Arc<str> {
+    let len = namespace.len() + 1 + name.len();
+    if len <= STACK_KEY {
+        let mut buf = [0u8; STACK_KEY];
+        buf[..namespace.len()].copy_from_slice(namespace.as_bytes());
+        buf[namespace.len()] = b'/';
+        buf[namespace.len() + 1..len].copy_from_slice(name.as_bytes());
+        // Two `str`s joined by an ASCII byte are UTF-8, so this never falls through.
+        if let Ok(s) = std::str::from_utf8(&buf[..len]) {
+            return Arc::from(s);
+        }
+    }
+    let mut s = String::with_capacity(len);
+    s.push_str(namespace);
+    s.push('/');
+    s.push_str(name);
+    Arc::from(s)
 }
 
 /// Splits a key given as text, with client-go's rules (`SplitMetaNamespaceKey`).
@@ -228,6 +248,21 @@ mod tests {
             ObjectKey::namespaced("a", ""),
             Err(KeyError::EmptyName(_))
         ));
+    }
+
+    #[test]
+    fn namespaced_joins_short_long_and_non_ascii_parts() {
+        for (ns, name) in [
+            ("ns", "n"),
+            ("ä-ns", "名前"),
+            (&*"n".repeat(63), &*"m".repeat(64)),
+            (&*"n".repeat(64), &*"m".repeat(64)),
+            (&*"n".repeat(300), "x"),
+        ] {
+            let k = ObjectKey::namespaced(ns, name).unwrap();
+            assert_eq!(k.as_str(), format!("{ns}/{name}"));
+            assert_eq!(k.split(), (Some(ns), name));
+        }
     }
 
     #[test]

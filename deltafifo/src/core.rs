@@ -2,15 +2,16 @@
 //! except the `KnownObjects` view passed in. `DeltaFifo` drives it under its lock; the fuzz module
 //! and the unit tests drive it directly.
 //!
-//! State: `items` (key -> pending deltas, oldest first) and `queue` (keys in FIFO order) hold the
-//! same keys, each once. `in_flight` holds the keys handed to a process function and not yet
-//! finished; such a key may be queued again (new deltas arrived) but is not handed out again until
-//! it is finished. `initial` holds the keys of the first `replace` not yet taken;
-//! `initial_in_flight` counts those taken but not finished.
+//! State: `items` (key -> pending deltas, oldest first, and whether the key belongs to the initial
+//! population) and `queue` (keys in FIFO order) hold the same keys, each once. `in_flight` holds
+//! the keys handed to a process function and not yet finished; such a key may be queued again (new
+//! deltas arrived) but is not handed out again until it is finished. `initial_queued` counts the
+//! queued keys of the first `replace` not yet taken; `initial_in_flight` those taken but not
+//! finished.
 
 use crate::{Delta, DeltaType, Deltas};
 use kcache_core::{KnownObjects, ObjectKey};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// The hasher of the key-indexed maps and sets: foldhash, randomly seeded per process.
@@ -41,6 +42,14 @@ pub(crate) enum Next<T> {
     Closed,
 }
 
+/// A queued key's pending deltas.
+#[derive(Debug)]
+struct Entry<T> {
+    deltas: Deltas<T>,
+    /// Whether the key belongs to the initial population (the first `replace`).
+    initial: bool,
+}
+
 /// What the FIFO remembers of a key in flight.
 #[derive(Debug)]
 struct InFlight<T> {
@@ -54,11 +63,11 @@ struct InFlight<T> {
 
 #[derive(Debug)]
 pub(crate) struct FifoCore<T> {
-    items: HashMap<ObjectKey, Vec<Delta<T>>>,
+    items: HashMap<ObjectKey, Entry<T>>,
     queue: VecDeque<ObjectKey>,
-    in_flight: BTreeMap<ObjectKey, InFlight<T>>,
+    in_flight: HashMap<ObjectKey, InFlight<T>>,
     populated: bool,
-    initial: HashSet<ObjectKey>,
+    initial_queued: usize,
     initial_in_flight: usize,
     closed: bool,
     emit_replaced: bool,
@@ -69,9 +78,9 @@ impl<T> FifoCore<T> {
         Self {
             items: HashMap::default(),
             queue: VecDeque::new(),
-            in_flight: BTreeMap::new(),
+            in_flight: HashMap::default(),
             populated: false,
-            initial: HashSet::default(),
+            initial_queued: 0,
             initial_in_flight: 0,
             closed: false,
             emit_replaced,
@@ -82,12 +91,16 @@ impl<T> FifoCore<T> {
     /// merge rule.
     fn enqueue(&mut self, key: ObjectKey, delta: Delta<T>) {
         match self.items.get_mut(&key) {
-            Some(list) => {
-                list.push(delta);
-                dedup_trailing_deletes(list);
+            Some(entry) => {
+                entry.deltas.push(delta);
+                dedup_trailing_deletes(&mut entry.deltas);
             }
             None => {
-                self.items.insert(key.clone(), vec![delta]);
+                let entry = Entry {
+                    deltas: Deltas::one(delta),
+                    initial: false,
+                };
+                self.items.insert(key.clone(), entry);
                 self.queue.push_back(key);
             }
         }
@@ -136,44 +149,44 @@ impl<T> FifoCore<T> {
         } else {
             DeltaType::Sync
         };
-        let mut keys = HashSet::with_capacity_and_hasher(listed.len(), Hasher::default());
+        // The keys queued before the list, in queue order: those the list leaves out get
+        // tombstones. (Every listed key ends up queued, so afterwards "queued" covers "listed".)
+        let prior: Vec<ObjectKey> = self.queue.iter().cloned().collect();
+        let mut unlisted: HashSet<&ObjectKey> = prior.iter().collect();
         for (key, obj) in listed {
-            keys.insert(key.clone());
+            if !unlisted.is_empty() {
+                unlisted.remove(&key);
+            }
             self.enqueue(key, Delta::new(ty, obj));
         }
         // Queued keys missing from the list: tombstone from the newest queued state.
-        let queued: Vec<(ObjectKey, Option<Arc<T>>)> = self
-            .queue
-            .iter()
-            .filter(|k| !keys.contains(*k))
-            .map(|k| {
-                let newest = self
-                    .items
-                    .get(k)
-                    .and_then(|d| d.last())
-                    .and_then(|d| d.object.object());
-                (k.clone(), newest.cloned())
-            })
-            .collect();
-        for (key, obj) in queued {
-            self.enqueue(key.clone(), Delta::tombstone(key, obj));
+        for key in prior.iter().filter(|k| unlisted.contains(k)) {
+            let newest = self
+                .items
+                .get(key)
+                .and_then(|e| e.deltas.last())
+                .and_then(|d| d.object.object())
+                .cloned();
+            self.enqueue(key.clone(), Delta::tombstone(key.clone(), newest));
         }
         // In-flight keys missing from the list and not queued: their consumer may not have
         // recorded them in the known objects yet, so decide from what was handed out. A key whose
         // newest handed-out delta was a deletion needs nothing more.
-        let flying: Vec<(ObjectKey, Option<Arc<T>>)> = self
+        // In key order, so a relist's output does not depend on hashing.
+        let mut flying: Vec<(ObjectKey, Option<Arc<T>>)> = self
             .in_flight
             .iter()
-            .filter(|(k, f)| !f.deleted && !keys.contains(*k) && !self.items.contains_key(*k))
+            .filter(|(k, f)| !f.deleted && !self.items.contains_key(*k))
             .map(|(k, f)| (k.clone(), f.newest.clone()))
             .collect();
+        flying.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         for (key, obj) in flying {
             self.enqueue(key.clone(), Delta::tombstone(key, obj));
         }
         // Known keys missing from the list with nothing pending: tombstone from the known state.
         if let Some(known) = known {
             for key in known.list_keys() {
-                if keys.contains(&key) || self.is_pending(&key) {
+                if self.is_pending(&key) {
                     continue;
                 }
                 let obj = known.get_by_key(&key);
@@ -182,7 +195,10 @@ impl<T> FifoCore<T> {
         }
         if !self.populated {
             self.populated = true;
-            self.initial = self.queue.iter().cloned().collect();
+            for entry in self.items.values_mut() {
+                entry.initial = true;
+            }
+            self.initial_queued = self.items.len();
         }
     }
 
@@ -201,11 +217,14 @@ impl<T> FifoCore<T> {
 
     /// Takes the oldest queued key that is not in flight.
     pub(crate) fn next(&mut self) -> Next<T> {
-        let Some(pos) = self
-            .queue
-            .iter()
-            .position(|k| !self.in_flight.contains_key(k))
-        else {
+        let pos = if self.in_flight.is_empty() {
+            (!self.queue.is_empty()).then_some(0)
+        } else {
+            self.queue
+                .iter()
+                .position(|k| !self.in_flight.contains_key(k))
+        };
+        let Some(pos) = pos else {
             return if self.closed && self.queue.is_empty() {
                 Next::Closed
             } else {
@@ -215,9 +234,12 @@ impl<T> FifoCore<T> {
         let Some(key) = self.queue.remove(pos) else {
             return Next::Wait;
         };
-        let deltas = self.items.remove(&key).unwrap_or_default();
-        let initial = self.initial.remove(&key);
+        let (deltas, initial) = match self.items.remove(&key) {
+            Some(entry) => (entry.deltas, entry.initial),
+            None => (Deltas::default(), false),
+        };
         if initial {
+            self.initial_queued = self.initial_queued.saturating_sub(1);
             self.initial_in_flight += 1;
         }
         let newest = deltas.last();
@@ -229,7 +251,7 @@ impl<T> FifoCore<T> {
         self.in_flight.insert(key.clone(), flight);
         Next::Ready(Taken {
             key,
-            deltas: Deltas::from(deltas),
+            deltas,
             is_in_initial_list: initial,
         })
     }
@@ -257,15 +279,15 @@ impl<T> FifoCore<T> {
         if self.queue.capacity() > SHRINK_ABOVE {
             self.queue = VecDeque::new();
         }
-        if self.initial.capacity() > SHRINK_ABOVE {
-            self.initial = HashSet::default();
+        if self.in_flight.capacity() > SHRINK_ABOVE {
+            self.in_flight = HashMap::default();
         }
     }
 
     /// True once an add/update/delete came before any replace, or every key of the first replace
     /// was processed.
     pub(crate) fn has_synced(&self) -> bool {
-        self.populated && self.initial.is_empty() && self.initial_in_flight == 0
+        self.populated && self.initial_queued == 0 && self.initial_in_flight == 0
     }
 
     pub(crate) fn close(&mut self) {
@@ -290,7 +312,10 @@ impl<T> FifoCore<T> {
     pub(crate) fn snapshot(&self) -> Vec<(ObjectKey, Vec<Delta<T>>)> {
         self.queue
             .iter()
-            .map(|k| (k.clone(), self.items.get(k).cloned().unwrap_or_default()))
+            .map(|k| {
+                let deltas = self.items.get(k).map(|e| e.deltas.to_vec());
+                (k.clone(), deltas.unwrap_or_default())
+            })
             .collect()
     }
 
@@ -301,7 +326,7 @@ impl<T> FifoCore<T> {
             if !seen.insert(k) {
                 return Err(format!("key {k:?} is in the queue twice"));
             }
-            match self.items.get(k) {
+            match self.items.get(k).map(|e| &e.deltas) {
                 None => return Err(format!("queued key {k:?} has no deltas")),
                 Some(d) if d.is_empty() => {
                     return Err(format!("queued key {k:?} has empty deltas"))
@@ -323,10 +348,11 @@ impl<T> FifoCore<T> {
         if initial_flying != self.initial_in_flight {
             return Err("initial in-flight count disagrees with the in-flight keys".to_owned());
         }
-        if self.initial.iter().any(|k| !self.items.contains_key(k)) {
-            return Err("an initial key not yet taken is not queued".to_owned());
+        let initial_queued = self.items.values().filter(|e| e.initial).count();
+        if initial_queued != self.initial_queued {
+            return Err("initial queued count disagrees with the queued keys".to_owned());
         }
-        if self.has_synced() && (!self.populated || !self.initial.is_empty()) {
+        if self.has_synced() && (!self.populated || initial_queued != 0) {
             return Err("synced before the initial population was processed".to_owned());
         }
         Ok(())
@@ -336,7 +362,7 @@ impl<T> FifoCore<T> {
 /// client-go's only merge rule: two trailing `Deleted` deltas collapse into one, keeping the
 /// older unless it is a tombstone (a real object beats a tombstone; of two tombstones the newer
 /// wins).
-fn dedup_trailing_deletes<T>(list: &mut Vec<Delta<T>>) {
+fn dedup_trailing_deletes<T>(list: &mut Deltas<T>) {
     let n = list.len();
     if n < 2
         || list[n - 1].delta_type != DeltaType::Deleted
@@ -345,8 +371,10 @@ fn dedup_trailing_deletes<T>(list: &mut Vec<Delta<T>>) {
         return;
     }
     if let Some(newer) = list.pop() {
-        if list[n - 2].object.is_tombstone() {
-            list[n - 2] = newer;
+        if let Some(older) = list.as_mut_slice().get_mut(n - 2) {
+            if older.object.is_tombstone() {
+                *older = newer;
+            }
         }
     }
 }

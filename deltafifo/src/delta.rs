@@ -1,8 +1,7 @@
-//! `DeltaType`, `Delta`, `Deltas` and the `DeletedFinalStateUnknown` tombstone.
+//! `DeltaType`, `Delta` and the `DeletedFinalStateUnknown` tombstone.
 
 use kcache_core::ObjectKey;
 use std::fmt;
-use std::ops::Deref;
 // Object handles are `std::sync::Arc`, the type of kcache-core's store traits (see `sync.rs`).
 use std::sync::Arc;
 
@@ -158,83 +157,5 @@ impl<T> Delta<T> {
             delta_type: DeltaType::Deleted,
             object: DeltaObject::Tombstone(DeletedFinalStateUnknown { key, obj }),
         }
-    }
-}
-
-/// The pending changes of one key, oldest first.
-///
-/// Never empty when handed out by [`DeltaFifo::pop`](crate::DeltaFifo::pop).
-///
-/// # Examples
-/// ```
-/// use kcache_deltafifo::{Delta, DeltaType, Deltas};
-/// use std::sync::Arc;
-///
-/// let deltas = Deltas::from(vec![
-///     Delta::new(DeltaType::Added, Arc::new(1)),
-///     Delta::new(DeltaType::Updated, Arc::new(2)),
-/// ]);
-/// assert_eq!(deltas.oldest().map(|d| d.delta_type), Some(DeltaType::Added));
-/// assert_eq!(deltas.newest().map(|d| d.delta_type), Some(DeltaType::Updated));
-/// assert_eq!(deltas.len(), 2);
-/// ```
-#[derive(Debug, PartialEq, Eq)]
-pub struct Deltas<T>(Vec<Delta<T>>);
-
-impl<T> Clone for Deltas<T> {
-    fn clone(&self) -> Self {
-        Self(self.0.clone())
-    }
-}
-
-impl<T> Default for Deltas<T> {
-    fn default() -> Self {
-        Self(Vec::new())
-    }
-}
-
-impl<T> Deltas<T> {
-    /// The oldest delta.
-    pub fn oldest(&self) -> Option<&Delta<T>> {
-        self.0.first()
-    }
-
-    /// The newest delta.
-    pub fn newest(&self) -> Option<&Delta<T>> {
-        self.0.last()
-    }
-
-    /// The deltas as a vector, oldest first.
-    pub fn into_vec(self) -> Vec<Delta<T>> {
-        self.0
-    }
-}
-
-impl<T> Deref for Deltas<T> {
-    type Target = [Delta<T>];
-    fn deref(&self) -> &[Delta<T>] {
-        &self.0
-    }
-}
-
-impl<T> From<Vec<Delta<T>>> for Deltas<T> {
-    fn from(v: Vec<Delta<T>>) -> Self {
-        Self(v)
-    }
-}
-
-impl<T> IntoIterator for Deltas<T> {
-    type Item = Delta<T>;
-    type IntoIter = std::vec::IntoIter<Delta<T>>;
-    fn into_iter(self) -> Self::IntoIter {
-        self.0.into_iter()
-    }
-}
-
-impl<'a, T> IntoIterator for &'a Deltas<T> {
-    type Item = &'a Delta<T>;
-    type IntoIter = std::slice::Iter<'a, Delta<T>>;
-    fn into_iter(self) -> Self::IntoIter {
-        self.0.iter()
     }
 }

@@ -151,12 +151,16 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
     /// releases the lock: no futex wake, no waker traffic.
     pub(crate) fn notify(&self, mut st: MutexGuard<'_, State<T>>) {
         let blocked = st.blocked != 0;
-        let wakers = std::mem::take(&mut st.wakers);
+        let wakers = if st.wakers.is_empty() {
+            None
+        } else {
+            Some(std::mem::take(&mut st.wakers))
+        };
         drop(st);
         if blocked {
             self.cond.notify_all();
         }
-        for w in wakers.into_values() {
+        for w in wakers.into_iter().flat_map(HashMap::into_values) {
             w.wake();
         }
     }

@@ -60,6 +60,7 @@
 
 mod core;
 mod delta;
+mod deltas;
 mod error;
 mod fifo;
 mod options;
@@ -69,7 +70,8 @@ mod sync;
 #[doc(hidden)]
 pub mod fuzz;
 
-pub use delta::{DeletedFinalStateUnknown, Delta, DeltaObject, DeltaType, Deltas};
+pub use delta::{DeletedFinalStateUnknown, Delta, DeltaObject, DeltaType};
+pub use deltas::{Deltas, DeltasIntoIter};
 pub use error::{BoxError, DeltaFifoError, PopError};
 pub use fifo::DeltaFifo;
 pub use options::DeltaFifoOptions;

@@ -381,7 +381,7 @@ fn a_fully_drained_fifo_gives_back_large_storage_but_not_while_draining() {
     assert!(c.has_synced());
     assert!(c.items.capacity() <= super::SHRINK_ABOVE);
     assert!(c.queue.capacity() <= super::SHRINK_ABOVE);
-    assert!(c.initial.capacity() <= super::SHRINK_ABOVE);
+    assert!(c.in_flight.capacity() <= super::SHRINK_ABOVE);
     c.add(k("x"), o(1));
     assert_eq!(pop(&mut c).0, "x");
     c.check_invariants().unwrap();
