@@ -145,8 +145,8 @@ impl ControllerBuilder {
     /// Reconciles the keys `map` gives for the objects of `informer`: typically the owner of a
     /// child object (`|pod| vec![pod.owner.clone()]`), but any mapping works. An update enqueues
     /// the keys of both the old and the new state; a deletion maps the last known state (a
-    /// tombstone without one enqueues nothing). The workers wait until this handler has received
-    /// the informer's initial list.
+    /// tombstone without one enqueues nothing and is reported with `tracing::warn!`). The workers
+    /// wait until this handler has received the informer's initial list.
     #[doc(alias = "watches_with")]
     #[must_use]
     pub fn owns<T, L, M, F>(mut self, informer: &Arc<SharedIndexInformer<T, L, M>>, map: F) -> Self

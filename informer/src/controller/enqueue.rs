@@ -48,7 +48,9 @@ impl<T, M: Meta<T>> ResourceEventHandler<T> for EnqueueOwn<M> {
 
 /// Enqueues the keys a mapper gives (owners of child objects, say). An update enqueues the keys
 /// of both states, so a child that changed owner wakes both; a deletion uses the last known
-/// state, and a tombstone without one enqueues nothing.
+/// state, and a tombstone without one enqueues nothing and is reported with `tracing::warn!`
+/// (the owners it would have woken are not known; client-go's controllers report this case
+/// through `HandleError`).
 pub(crate) struct EnqueueMapped<T> {
     pub(crate) queue: RateLimitingQueue<ObjectKey>,
     pub(crate) controller: Arc<str>,
@@ -82,8 +84,115 @@ impl<T: Send + Sync + 'static> ResourceEventHandler<T> for EnqueueMapped<T> {
         match obj.object() {
             Some(last) => self.add(last),
             None => {
-                tracing::debug!(controller = %self.controller, key = %obj.key(), "tombstone without a last state: no key to enqueue")
+                tracing::warn!(controller = %self.controller, key = %obj.key(), "tombstone without a last state: its owners cannot be mapped, no key enqueued")
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kcache_core::{KeyError, ResourceVersion};
+    use kcache_workqueue::ItemExponentialFailureRateLimiter;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    use std::time::Duration;
+    use tracing::{span, Level, Metadata, Subscriber};
+
+    /// The key of a string is the string.
+    struct StrMeta;
+
+    impl Meta<String> for StrMeta {
+        fn key(obj: &String) -> Result<ObjectKey, KeyError> {
+            ObjectKey::new(obj.as_str())
+        }
+        fn resource_version(_: &String) -> ResourceVersion {
+            ResourceVersion::default()
+        }
+    }
+
+    /// Records the level of every event.
+    #[derive(Clone, Default)]
+    struct Levels(Arc<Mutex<Vec<Level>>>);
+
+    impl Subscriber for Levels {
+        fn enabled(&self, _: &Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &span::Attributes<'_>) -> span::Id {
+            span::Id::from_u64(1)
+        }
+        fn record(&self, _: &span::Id, _: &span::Record<'_>) {}
+        fn record_follows_from(&self, _: &span::Id, _: &span::Id) {}
+        fn event(&self, event: &tracing::Event<'_>) {
+            self.0.lock().unwrap().push(*event.metadata().level());
+        }
+        fn enter(&self, _: &span::Id) {}
+        fn exit(&self, _: &span::Id) {}
+    }
+
+    fn queue() -> RateLimitingQueue<ObjectKey> {
+        RateLimitingQueue::new(ItemExponentialFailureRateLimiter::new(
+            Duration::from_millis(5),
+            Duration::from_secs(1),
+        ))
+    }
+
+    fn drain(queue: &RateLimitingQueue<ObjectKey>) -> Vec<String> {
+        queue.shut_down();
+        std::iter::from_fn(|| queue.get())
+            .map(|k| k.to_string())
+            .collect()
+    }
+
+    fn tombstone() -> DeletedObject<String> {
+        DeletedObject::final_state_unknown(ObjectKey::new("default/child").unwrap(), None)
+    }
+
+    #[test]
+    fn a_mapped_tombstone_without_a_last_state_enqueues_nothing_and_is_reported() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let c = calls.clone();
+        let handler = EnqueueMapped::<String> {
+            queue: queue(),
+            controller: Arc::from("test"),
+            map: Arc::new(move |owner: &String| {
+                c.fetch_add(1, Ordering::SeqCst);
+                vec![ObjectKey::new(owner.as_str()).unwrap()]
+            }),
+        };
+        let levels = Levels::default();
+        tracing::subscriber::with_default(levels.clone(), || handler.on_delete(&tombstone()));
+        assert_eq!(calls.load(Ordering::SeqCst), 0, "no state to map");
+        assert!(drain(&handler.queue).is_empty());
+        assert_eq!(
+            *levels.0.lock().unwrap(),
+            [Level::WARN],
+            "reported, not dropped silently"
+        );
+
+        // With a last known state, its owner is enqueued.
+        let handler = EnqueueMapped {
+            queue: queue(),
+            ..handler
+        };
+        let last = Arc::new("default/owner".to_owned());
+        handler.on_delete(&DeletedObject::final_state_unknown(
+            ObjectKey::new("default/child").unwrap(),
+            Some(last),
+        ));
+        assert_eq!(drain(&handler.queue), ["default/owner"]);
+    }
+
+    #[test]
+    fn an_own_tombstone_without_a_last_state_enqueues_its_key() {
+        let handler = EnqueueOwn::<StrMeta> {
+            queue: queue(),
+            controller: Arc::from("test"),
+            _meta: PhantomData,
+        };
+        handler.on_delete(&tombstone());
+        assert_eq!(drain(&handler.queue), ["default/child"]);
     }
 }
