@@ -396,10 +396,10 @@ impl<T> Index<T> {
     }
 
     /// Wraps a failure of this index's function.
-    pub(crate) fn error(&self, key: Option<&ObjectKey>, source: BoxError) -> IndexFuncError {
+    pub(crate) fn error(&self, key: Option<&str>, source: BoxError) -> IndexFuncError {
         IndexFuncError {
             index: self.name.clone(),
-            key: key.cloned(),
+            key: key.and_then(|k| ObjectKey::new(k).ok()),
             source,
         }
     }
@@ -408,7 +408,7 @@ impl<T> Index<T> {
     pub(crate) fn compute(
         &self,
         obj: &T,
-        key: Option<&ObjectKey>,
+        key: Option<&str>,
     ) -> Result<Vec<String>, IndexFuncError> {
         let mut out = Vec::new();
         self.func
@@ -420,7 +420,7 @@ impl<T> Index<T> {
     /// Computes this index from scratch over `items`, without touching the current entries.
     pub(crate) fn build<'a>(
         &self,
-        items: impl Iterator<Item = (Id, &'a ObjectKey, &'a Arc<T>)>,
+        items: impl Iterator<Item = (Id, &'a str, &'a Arc<T>)>,
         hint: Option<std::any::TypeId>,
         scratch: &mut Scratch,
     ) -> Result<IndexData, IndexFuncError>

@@ -2,7 +2,7 @@
 
 use crate::error::BoxError;
 use crate::namespace::NAMESPACE_INDEX;
-use kcache_core::{Meta, ObjectKey};
+use kcache_core::Meta;
 use std::any::TypeId;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -43,7 +43,7 @@ pub struct Indexers<T> {
 
 /// The key a write is stored under, with the accessor that computed it from the object (so an
 /// index that only needs the key's parts can read them instead of computing the key again).
-pub(crate) type KeyHint<'a> = (&'a ObjectKey, TypeId);
+pub(crate) type KeyHint<'a> = (&'a str, TypeId);
 
 /// An installed index function, in one of its forms.
 pub(crate) enum Func<T> {
@@ -78,7 +78,7 @@ impl<T> Func<T> {
             Func::Each(f) => f(obj, emit),
             Func::Namespace { fallback, accessor } => match key {
                 Some((key, by)) if by == *accessor => {
-                    emit(key.namespace().unwrap_or(""));
+                    emit(crate::thread_safe_store::key_namespace(key));
                     Ok(())
                 }
                 _ => fallback(obj, emit),

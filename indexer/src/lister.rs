@@ -60,7 +60,7 @@ impl<T, M: Meta<T>> Indexer<T, M> {
                 state
                     .items
                     .iter()
-                    .filter(|(_, s)| s.key.namespace().unwrap_or("") == namespace)
+                    .filter(|(_, s)| s.key.namespace() == namespace)
                     .map(|(_, s)| s.obj.clone())
                     .collect()
             }

@@ -1,6 +1,7 @@
 //! `ThreadSafeStore`: keyed objects plus their secondary indexes, behind one lock.
 
 mod invariants;
+mod slot_key;
 #[cfg(test)]
 mod tests;
 
@@ -15,11 +16,15 @@ use std::collections::HashMap;
 use std::fmt;
 use std::hash::BuildHasher;
 
+pub(crate) use slot_key::{key_namespace, SlotKey};
+
 /// A concurrent map from [`ObjectKey`] to `Arc<T>` with multi-valued secondary indexes
 /// (client-go's `ThreadSafeStore`).
 ///
 /// Objects are stored as the `Arc` you hand in and handed back as clones of it: never copied.
-/// Treat them as immutable; the indexes are recomputed only on writes.
+/// Treat them as immutable; the indexes are recomputed only on writes. Keys are not: the store
+/// copies a new key's text (keys of up to 22 bytes into the object's slot, longer ones into a
+/// boxed `str`) and drops the [`ObjectKey`] it was given, which saves ~30 bytes an object.
 ///
 /// # Consistency
 /// Items, indexes and the last resource version live under one read-write lock: every call is
@@ -57,9 +62,9 @@ pub struct ThreadSafeStore<T> {
     state: RwLock<State<T>>,
 }
 
-/// A stored object and its key.
+/// A stored object and its key (32 bytes: the key's text is inline when short, see [`SlotKey`]).
 pub(crate) struct Slot<T> {
-    pub(crate) key: ObjectKey,
+    pub(crate) key: SlotKey,
     pub(crate) obj: Arc<T>,
 }
 
@@ -68,7 +73,7 @@ pub(crate) struct Slot<T> {
 pub(crate) struct Items<T> {
     hasher: Hasher,
     by_hash: HashMap<u32, Id, Hasher>,
-    spill: HashMap<ObjectKey, Id, Hasher>,
+    spill: HashMap<Box<str>, Id, Hasher>,
     slots: Vec<Option<Slot<T>>>,
     free: Vec<Id>,
     len: usize,
@@ -86,7 +91,7 @@ impl<T> Items<T> {
         }
     }
 
-    fn h32(&self, key: &str) -> u32 {
+    fn h32(&self, key: &[u8]) -> u32 {
         // Tests and fuzzers keep 3 bits, so that most keys collide and the spill map is exercised.
         const MASK: u32 = if cfg!(any(test, fuzzing)) {
             0x7
@@ -98,8 +103,11 @@ impl<T> Items<T> {
 
     /// The id of the object under `key`.
     pub(crate) fn find(&self, key: &str) -> Option<Id> {
-        let id = *self.by_hash.get(&self.h32(key))?;
-        if self.slot(id).is_some_and(|s| s.key.as_str() == key) {
+        let id = *self.by_hash.get(&self.h32(key.as_bytes()))?;
+        if self
+            .slot(id)
+            .is_some_and(|s| s.key.as_bytes() == key.as_bytes())
+        {
             return Some(id);
         }
         if self.spill.is_empty() {
@@ -113,8 +121,8 @@ impl<T> Items<T> {
         self.slots.get(id as usize).and_then(Option::as_ref)
     }
 
-    /// Stores a new key (known to be absent).
-    fn insert_new(&mut self, key: ObjectKey, obj: Arc<T>) -> Id {
+    /// Stores a new key (known to be absent), copying its text.
+    fn insert_new(&mut self, key: &str, obj: Arc<T>) -> Id {
         let id = match self.free.pop() {
             Some(id) => id,
             None => {
@@ -123,16 +131,19 @@ impl<T> Items<T> {
                 to_u32(self.slots.len() - 1)
             }
         };
-        let h = self.h32(key.as_str());
+        let h = self.h32(key.as_bytes());
         match self.by_hash.entry(h) {
             Entry::Vacant(e) => {
                 e.insert(id);
             }
             Entry::Occupied(_) => {
-                self.spill.insert(key.clone(), id);
+                self.spill.insert(key.into(), id);
             }
         }
-        self.slots[id as usize] = Some(Slot { key, obj });
+        self.slots[id as usize] = Some(Slot {
+            key: SlotKey::new(key),
+            obj,
+        });
         self.len += 1;
         id
     }
@@ -145,12 +156,12 @@ impl<T> Items<T> {
 
     fn remove(&mut self, id: Id) -> Option<Slot<T>> {
         let slot = self.slots.get_mut(id as usize)?.take()?;
-        let h = self.h32(slot.key.as_str());
+        let h = self.h32(slot.key.as_bytes());
         if self.by_hash.get(&h) == Some(&id) {
             let heir = self
                 .spill
                 .iter()
-                .find(|(k, _)| self.h32(k.as_str()) == h)
+                .find(|(k, _)| self.h32(k.as_bytes()) == h)
                 .map(|(k, &i)| (k.clone(), i));
             match heir {
                 Some((k, i)) => {
@@ -226,7 +237,7 @@ impl<T> State<T> {
     /// Stages every index's values for `obj` into the scratch buffers.
     fn stage(
         &mut self,
-        key: &ObjectKey,
+        key: &str,
         obj: &T,
         accessor: Option<TypeId>,
     ) -> Result<(), IndexFuncError> {
@@ -246,15 +257,16 @@ impl<T> State<T> {
         Ok(())
     }
 
-    /// Stores `obj` under `key`, returning the object it replaces (to be dropped unlocked).
+    /// Stores `obj` under `key` (a new key's text is copied into its slot), returning the object
+    /// it replaces (to be dropped unlocked).
     fn write(
         &mut self,
-        key: ObjectKey,
+        key: &str,
         obj: Arc<T>,
         accessor: Option<TypeId>,
     ) -> Result<Option<Arc<T>>, IndexFuncError> {
-        let found = self.items.find(key.as_str());
-        self.stage(&key, &obj, accessor)?;
+        let found = self.items.find(key);
+        self.stage(key, &obj, accessor)?;
         let (id, old) = match found {
             Some(id) => (id, self.items.replace_obj(id, obj)),
             None => (self.items.insert_new(key, obj), None),
@@ -320,12 +332,13 @@ impl<T> ThreadSafeStore<T> {
         accessor: Option<TypeId>,
     ) -> Result<(), IndexFuncError> {
         let mut guard = self.state.write();
-        let old = guard.write(key, obj, accessor)?;
+        let old = guard.write(key.as_str(), obj, accessor)?;
         if let Some(rv) = rv {
             guard.rv = rv;
         }
         drop(guard);
         drop(old);
+        drop(key); // the store keeps a copy of the text: the caller's key is freed unlocked
         Ok(())
     }
 
@@ -379,7 +392,7 @@ impl<T> ThreadSafeStore<T> {
             match new.find(key.as_str()) {
                 Some(id) => replaced.extend(new.replace_obj(id, obj)),
                 None => {
-                    new.insert_new(key, obj);
+                    new.insert_new(key.as_str(), obj);
                 }
             }
         }
@@ -390,7 +403,7 @@ impl<T> ThreadSafeStore<T> {
             .indexes
             .iter()
             .map(|ix| {
-                let slots = new.iter().map(|(id, s)| (id, &s.key, &s.obj));
+                let slots = new.iter().map(|(id, s)| (id, s.key.as_str(), &s.obj));
                 ix.build(slots, accessor, &mut scratch)
             })
             .collect::<Result<Vec<_>, _>>();
@@ -441,10 +454,13 @@ impl<T> ThreadSafeStore<T> {
     }
 
     /// Every key, in no particular order.
+    ///
+    /// The store keeps a copy of each key's text (inline in the object's slot when short), not the
+    /// [`ObjectKey`] it was given, so every returned key is built anew: an allocation per key.
     pub fn list_keys(&self) -> Vec<ObjectKey> {
         let state = self.state.read();
         let mut out = Vec::with_capacity(state.items.len());
-        out.extend(state.items.iter().map(|(_, s)| s.key.clone()));
+        out.extend(state.items.iter().filter_map(|(_, s)| s.key.to_key()));
         out
     }
 
@@ -479,6 +495,7 @@ impl<T> ThreadSafeStore<T> {
     }
 
     /// The keys indexed under `value` in index `name`, sorted (empty for an unknown value).
+    /// Like [`list_keys`](Self::list_keys), each key is built anew from the stored text.
     ///
     /// # Errors
     /// [`UnknownIndexError`] for an unknown index.
@@ -490,7 +507,7 @@ impl<T> ThreadSafeStore<T> {
             .keys(value)
             .into_iter()
             .flat_map(KeySet::iter)
-            .filter_map(|id| state.items.slot(id).map(|s| s.key.clone()))
+            .filter_map(|id| state.items.slot(id)?.key.to_key())
             .collect();
         drop(state);
         keys.sort_unstable();
@@ -563,7 +580,10 @@ impl<T> ThreadSafeStore<T> {
         let mut scratch = std::mem::take(&mut state.scratch);
         for (name, func) in indexers.into_inner() {
             let mut ix = Index::new(name, func);
-            let slots = state.items.iter().map(|(id, s)| (id, &s.key, &s.obj));
+            let slots = state
+                .items
+                .iter()
+                .map(|(id, s)| (id, s.key.as_str(), &s.obj));
             match ix.build(slots, None, &mut scratch) {
                 Ok(data) => ix.data = data,
                 Err(e) => {

@@ -37,7 +37,7 @@ impl<T> ThreadSafeStore<T> {
                             ix.name()
                         ));
                     };
-                    let key = &slot.key;
+                    let key = slot.key.as_str();
                     let values = ix
                         .compute(&slot.obj, Some(key))
                         .map_err(|e| e.to_string())?;
@@ -51,7 +51,7 @@ impl<T> ThreadSafeStore<T> {
             }
             let mut expected = 0usize;
             for (id, slot) in state.items.iter() {
-                let key = &slot.key;
+                let key = slot.key.as_str();
                 let values: BTreeSet<String> = ix
                     .compute(&slot.obj, Some(key))
                     .map_err(|e| e.to_string())?
