@@ -2,6 +2,7 @@
 
 use crate::core::{FifoCore, Next, Taken};
 use crate::options::Transformer;
+use crate::spin::WriteSignal;
 use crate::sync::{Condvar, Mutex, MutexGuard};
 use crate::{DeltaFifoError, DeltaFifoOptions, Deltas, PopError, PopFuture};
 use kcache_core::ResourceVersion;
@@ -84,6 +85,7 @@ pub(crate) struct State<T> {
 pub struct DeltaFifo<T, M: Meta<T> = ObjectAccessor> {
     pub(crate) state: Mutex<State<T>>,
     cond: Condvar,
+    writes: WriteSignal,
     known: Option<Arc<dyn KnownObjects<T>>>,
     transformer: Option<Transformer<T>>,
     _meta: PhantomData<fn() -> M>,
@@ -122,6 +124,7 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
                 next_waker_id: 0,
             }),
             cond: Condvar::new(),
+            writes: WriteSignal::default(),
             known: options.known_objects,
             transformer: options.transformer,
             _meta: PhantomData,
@@ -150,6 +153,7 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
     /// Releases the lock, then wakes every blocked and every parked popper. Without any, it only
     /// releases the lock: no futex wake, no waker traffic.
     pub(crate) fn notify(&self, mut st: MutexGuard<'_, State<T>>) {
+        self.writes.bump();
         let blocked = st.blocked != 0;
         let wakers = if st.wakers.is_empty() {
             None
@@ -253,14 +257,24 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
         process: impl FnOnce(Deltas<T>, bool) -> Result<R, E>,
     ) -> Result<R, PopError<E>> {
         let mut st = self.state.lock();
+        let mut spun = false;
         let taken = loop {
             match st.core.next() {
                 Next::Ready(t) => break t,
                 Next::Closed => return Err(PopError::Closed),
+                // First spin briefly with the lock released (see `spin.rs`), then block.
+                Next::Wait if !spun && WriteSignal::spins() => {
+                    spun = true;
+                    let seen = self.writes.seen();
+                    drop(st);
+                    self.writes.spin_for_write(seen);
+                    st = self.state.lock();
+                }
                 Next::Wait => {
                     st.blocked += 1;
                     crate::sync::wait_timeout(&self.cond, &mut st, None);
                     st.blocked -= 1;
+                    spun = false;
                 }
             }
         };

@@ -65,6 +65,7 @@ mod error;
 mod fifo;
 mod options;
 mod pop_future;
+mod spin;
 mod sync;
 
 #[doc(hidden)]
