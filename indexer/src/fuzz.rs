@@ -12,8 +12,8 @@ use crate::sync::Arc;
 use kcache_core::{Object, ResourceVersion};
 use model::Model;
 
-/// A compact description of a test object: namespace (`""`, `ns1`, `ns2`), name (`n0`..`n5`),
-/// a label bit set and a resource version (`0` = none).
+/// A compact description of a test object: namespace (`""`, `ns1`, `ns2`), name (`n0`..`n5`,
+/// the last two long), a label bit set and a resource version (`0` = none).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Obj {
@@ -59,6 +59,16 @@ pub enum Op {
 pub const INDEXES: [&str; 6] = ["namespace", "labels", "parity", "fallible", "dup", "all"];
 
 const NAMESPACES: [&str; 4] = ["", "ns1", "ns2", "ns9"];
+/// Object names: short ones, one that makes a namespaced key exactly as long as the store keeps
+/// inline (22 bytes), and a non-ASCII one that makes every key longer than that.
+const NAMES: [&str; 6] = [
+    "n0",
+    "n1",
+    "n2",
+    "n3",
+    "n4-at-the-boundary",
+    "n5-ünïcødé-lönger-than-inline",
+];
 const PROBE_VALUES: [&str; 14] = [
     "", "ns1", "ns2", "l0", "l1", "l2", "l3", "0", "1", "2", "x", "all", "even", "zzz",
 ];
@@ -80,7 +90,7 @@ impl Obj {
     fn build(self) -> FuzzObject {
         FuzzObject {
             ns: NAMESPACES[usize::from(self.ns % 3)],
-            name: format!("n{}", self.name % 6),
+            name: NAMES[usize::from(self.name % 6)].to_owned(),
             labels: self.labels,
             rv: self.rv,
         }

@@ -301,3 +301,56 @@ fn debug_shows_size_indexes_and_version() {
     let text = format!("{s:?}");
     assert!(text.contains("len: 1") && text.contains("csv"), "{text}");
 }
+
+#[test]
+fn keys_of_every_length_and_script_round_trip_through_the_store() {
+    // Keys around the 22-byte inline boundary, long ones and non-ASCII ones (a multi-byte char
+    // ending right at, or straddling, the boundary), written, re-written, listed and deleted over
+    // several chunks of ids.
+    let mut texts: Vec<String> = Vec::new();
+    for n in 1..=40 {
+        texts.push(format!("ns/{}", "n".repeat(n)));
+        texts.push("x".repeat(n));
+    }
+    for c in ["é", "日", "🦀"] {
+        for n in 14..=24 {
+            texts.push(format!("ns/{}{c}", "n".repeat(n - 3)));
+        }
+    }
+    texts.push(format!("{}/{}", "a".repeat(63), "b".repeat(253)));
+    texts.push("名前空間/名前".to_owned());
+    for i in 0..5000 {
+        texts.push(format!("ns-{}/name-{i}", i % 7));
+    }
+    let s = store();
+    for t in &texts {
+        s.add(key(t), obj(&format!("v,{t}"))).unwrap();
+    }
+    for t in &texts {
+        s.update(key(t), obj(&format!("w,{t}"))).unwrap();
+    }
+    s.check_invariants().unwrap();
+    assert_eq!(s.len(), texts.len());
+    let mut listed: Vec<String> = s.list_keys().iter().map(|k| k.to_string()).collect();
+    listed.sort();
+    let mut want = texts.clone();
+    want.sort();
+    assert_eq!(listed, want);
+    assert_eq!(keys(&s, "w"), want);
+    for t in &texts {
+        assert_eq!(s.get(t).as_deref(), Some(&format!("w,{t}")));
+        assert_eq!(keys(&s, t), std::slice::from_ref(t));
+    }
+    for t in texts.iter().step_by(2) {
+        assert_eq!(s.delete(t).as_deref(), Some(&format!("w,{t}")));
+        assert!(s.get(t).is_none());
+    }
+    s.check_invariants().unwrap();
+    // Freed ids are reused by new keys, of other lengths.
+    for t in texts.iter().step_by(2) {
+        s.add(key(&format!("{t}-again")), obj("z")).unwrap();
+    }
+    s.check_invariants().unwrap();
+    assert_eq!(s.len(), texts.len());
+    assert_eq!(keys(&s, "z").len(), texts.len().div_ceil(2));
+}
