@@ -8,6 +8,7 @@
 //! Values are interned once as `Arc<str>` (however many objects share them) and named by a value
 //! id. A value held by a single object stores its id inline, without a set.
 
+use crate::column::Column;
 use crate::error::{BoxError, IndexFuncError};
 use crate::indexers::{Func, KeyHint};
 use crate::sync::Arc;
@@ -140,15 +141,8 @@ pub(crate) struct IndexData {
     values: Vec<Option<ValueEntry>>,
     free: Vec<u32>,
     /// Per object id: its single value id, [`NONE`] or [`MULTI`].
-    of_key: Vec<u32>,
+    of_key: Column<u32>,
     multi: HashMap<Id, Box<[u32]>, Hasher>,
-}
-
-/// Grows `v` by a quarter when full, so a large column wastes little.
-pub(crate) fn reserve_slowly<X>(v: &mut Vec<X>, additional: usize) {
-    if v.capacity() - v.len() < additional {
-        v.reserve_exact(additional.max(v.capacity() / 4).max(16));
-    }
 }
 
 impl IndexData {
@@ -248,12 +242,10 @@ impl IndexData {
             }
         };
         let at = id as usize;
-        if self.of_key.len() <= at {
-            let missing = at + 1 - self.of_key.len();
-            reserve_slowly(&mut self.of_key, missing);
-            self.of_key.resize(at + 1, NONE);
+        self.of_key.extend_to(at + 1, || NONE);
+        if let Some(v) = self.of_key.get_mut(at) {
+            *v = slot;
         }
-        self.of_key[at] = slot;
     }
 
     /// Removes `id` from every value it is indexed under.

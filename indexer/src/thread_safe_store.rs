@@ -1,21 +1,20 @@
 //! `ThreadSafeStore`: keyed objects plus their secondary indexes, behind one lock.
 
 mod invariants;
+mod items;
 mod slot_key;
 #[cfg(test)]
 mod tests;
 
 use crate::error::{AddIndexersError, IndexError, IndexFuncError, UnknownIndexError};
-use crate::index::{reserve_slowly, to_u32, Hasher, Id, Index, KeySet, Scratch};
+use crate::index::{Id, Index, KeySet, Scratch};
 use crate::indexers::Indexers;
 use crate::sync::{Arc, RwLock, RwLockReadGuard};
 use kcache_core::{ObjectKey, ResourceVersion};
 use std::any::TypeId;
-use std::collections::hash_map::Entry;
-use std::collections::HashMap;
 use std::fmt;
-use std::hash::BuildHasher;
 
+pub(crate) use items::{Items, Slot};
 pub(crate) use slot_key::{key_namespace, SlotKey};
 
 /// A concurrent map from [`ObjectKey`] to `Arc<T>` with multi-valued secondary indexes
@@ -62,156 +61,6 @@ pub struct ThreadSafeStore<T> {
     state: RwLock<State<T>>,
 }
 
-/// A stored object and its key (32 bytes: the key's text is inline when short, see [`SlotKey`]).
-pub(crate) struct Slot<T> {
-    pub(crate) key: SlotKey,
-    pub(crate) obj: Arc<T>,
-}
-
-/// The stored objects: slots numbered by id, found by key through a table of 32-bit key hashes
-/// (8 bytes an object; the rare keys whose hash is taken spill into a small map).
-pub(crate) struct Items<T> {
-    hasher: Hasher,
-    by_hash: HashMap<u32, Id, Hasher>,
-    spill: HashMap<Box<str>, Id, Hasher>,
-    slots: Vec<Option<Slot<T>>>,
-    free: Vec<Id>,
-    len: usize,
-}
-
-impl<T> Items<T> {
-    fn new() -> Self {
-        Self {
-            hasher: Hasher::default(),
-            by_hash: HashMap::default(),
-            spill: HashMap::default(),
-            slots: Vec::new(),
-            free: Vec::new(),
-            len: 0,
-        }
-    }
-
-    fn h32(&self, key: &[u8]) -> u32 {
-        // Tests and fuzzers keep 3 bits, so that most keys collide and the spill map is exercised.
-        const MASK: u32 = if cfg!(any(test, fuzzing)) {
-            0x7
-        } else {
-            u32::MAX
-        };
-        self.hasher.hash_one(key) as u32 & MASK
-    }
-
-    /// The id of the object under `key`.
-    pub(crate) fn find(&self, key: &str) -> Option<Id> {
-        let id = *self.by_hash.get(&self.h32(key.as_bytes()))?;
-        if self
-            .slot(id)
-            .is_some_and(|s| s.key.as_bytes() == key.as_bytes())
-        {
-            return Some(id);
-        }
-        if self.spill.is_empty() {
-            None
-        } else {
-            self.spill.get(key).copied()
-        }
-    }
-
-    pub(crate) fn slot(&self, id: Id) -> Option<&Slot<T>> {
-        self.slots.get(id as usize).and_then(Option::as_ref)
-    }
-
-    /// Stores a new key (known to be absent), copying its text.
-    fn insert_new(&mut self, key: &str, obj: Arc<T>) -> Id {
-        let id = match self.free.pop() {
-            Some(id) => id,
-            None => {
-                reserve_slowly(&mut self.slots, 1);
-                self.slots.push(None);
-                to_u32(self.slots.len() - 1)
-            }
-        };
-        let h = self.h32(key.as_bytes());
-        match self.by_hash.entry(h) {
-            Entry::Vacant(e) => {
-                e.insert(id);
-            }
-            Entry::Occupied(_) => {
-                self.spill.insert(key.into(), id);
-            }
-        }
-        self.slots[id as usize] = Some(Slot {
-            key: SlotKey::new(key),
-            obj,
-        });
-        self.len += 1;
-        id
-    }
-
-    /// Replaces the object in slot `id`, returning the old one.
-    fn replace_obj(&mut self, id: Id, obj: Arc<T>) -> Option<Arc<T>> {
-        let slot = self.slots.get_mut(id as usize)?.as_mut()?;
-        Some(std::mem::replace(&mut slot.obj, obj))
-    }
-
-    fn remove(&mut self, id: Id) -> Option<Slot<T>> {
-        let slot = self.slots.get_mut(id as usize)?.take()?;
-        let h = self.h32(slot.key.as_bytes());
-        if self.by_hash.get(&h) == Some(&id) {
-            let heir = self
-                .spill
-                .iter()
-                .find(|(k, _)| self.h32(k.as_bytes()) == h)
-                .map(|(k, &i)| (k.clone(), i));
-            match heir {
-                Some((k, i)) => {
-                    self.spill.remove(&k);
-                    self.by_hash.insert(h, i);
-                }
-                None => {
-                    self.by_hash.remove(&h);
-                }
-            }
-        } else {
-            self.spill.remove(slot.key.as_str());
-        }
-        self.free.push(id);
-        self.len -= 1;
-        Some(slot)
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Every (id, slot), in slot order.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (Id, &Slot<T>)> + '_ {
-        self.slots
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| Some((to_u32(i), s.as_ref()?)))
-    }
-
-    /// Internal consistency of the key table.
-    pub(crate) fn check(&self) -> Result<(), String> {
-        let live = self.slots.iter().flatten().count();
-        if live != self.len || self.by_hash.len() + self.spill.len() != live {
-            return Err(format!(
-                "{live} slots, len {}, {} + {} keys",
-                self.len,
-                self.by_hash.len(),
-                self.spill.len()
-            ));
-        }
-        for (id, slot) in self.iter() {
-            if self.find(slot.key.as_str()) != Some(id) {
-                return Err(format!("key {} does not find its slot", slot.key));
-            }
-        }
-        Ok(())
-    }
-}
-
 pub(crate) struct State<T> {
     pub(crate) items: Items<T>,
     pub(crate) indexes: Vec<Index<T>>,
@@ -230,8 +79,7 @@ impl<T> State<T> {
     }
 
     fn objects(&self, ids: impl Iterator<Item = Id>) -> Vec<Arc<T>> {
-        ids.filter_map(|id| self.items.slot(id).map(|s| s.obj.clone()))
-            .collect()
+        ids.filter_map(|id| self.items.obj(id).cloned()).collect()
     }
 
     /// Stages every index's values for `obj` into the scratch buffers.
@@ -361,7 +209,7 @@ impl<T> ThreadSafeStore<T> {
             state.rv = rv;
         }
         drop(guard);
-        removed.map(|slot| slot.obj)
+        removed.map(|(_, obj)| obj)
     }
 
     /// Replaces the whole content with `items` (a later duplicate key wins) as of resource version
@@ -403,7 +251,7 @@ impl<T> ThreadSafeStore<T> {
             .indexes
             .iter()
             .map(|ix| {
-                let slots = new.iter().map(|(id, s)| (id, s.key.as_str(), &s.obj));
+                let slots = new.iter().map(|(id, s)| (id, s.key.as_str(), s.obj));
                 ix.build(slots, accessor, &mut scratch)
             })
             .collect::<Result<Vec<_>, _>>();
@@ -437,7 +285,7 @@ impl<T> ThreadSafeStore<T> {
     pub fn get<Q: AsRef<str> + ?Sized>(&self, key: &Q) -> Option<Arc<T>> {
         let state = self.state.read();
         let id = state.items.find(key.as_ref())?;
-        state.items.slot(id).map(|s| s.obj.clone())
+        state.items.obj(id).cloned()
     }
 
     /// Whether an object is stored under `key`.
@@ -449,7 +297,7 @@ impl<T> ThreadSafeStore<T> {
     pub fn list(&self) -> Vec<Arc<T>> {
         let state = self.state.read();
         let mut out = Vec::with_capacity(state.items.len());
-        out.extend(state.items.iter().map(|(_, s)| s.obj.clone()));
+        out.extend(state.items.objs().cloned());
         out
     }
 
@@ -488,8 +336,9 @@ impl<T> ThreadSafeStore<T> {
                 ids.extend(ix.data.keys(v).into_iter().flat_map(KeySet::iter));
             })
             .map_err(|e| ix.error(None, e))?;
-        let mut slots: Vec<&Slot<T>> = ids.iter().filter_map(|&id| state.items.slot(id)).collect();
-        slots.sort_unstable_by(|a, b| a.key.cmp(&b.key));
+        let mut slots: Vec<Slot<'_, T>> =
+            ids.iter().filter_map(|&id| state.items.slot(id)).collect();
+        slots.sort_unstable_by(|a, b| a.key.cmp(b.key));
         slots.dedup_by(|a, b| a.key == b.key);
         Ok(slots.into_iter().map(|s| s.obj.clone()).collect())
     }
@@ -583,7 +432,7 @@ impl<T> ThreadSafeStore<T> {
             let slots = state
                 .items
                 .iter()
-                .map(|(id, s)| (id, s.key.as_str(), &s.obj));
+                .map(|(id, s)| (id, s.key.as_str(), s.obj));
             match ix.build(slots, None, &mut scratch) {
                 Ok(data) => ix.data = data,
                 Err(e) => {

@@ -38,9 +38,7 @@ impl<T> ThreadSafeStore<T> {
                         ));
                     };
                     let key = slot.key.as_str();
-                    let values = ix
-                        .compute(&slot.obj, Some(key))
-                        .map_err(|e| e.to_string())?;
+                    let values = ix.compute(slot.obj, Some(key)).map_err(|e| e.to_string())?;
                     if !values.iter().any(|v| **v == **value) {
                         return Err(format!(
                             "index {:?}: {key} is under {value:?} but yields {values:?}",
@@ -53,7 +51,7 @@ impl<T> ThreadSafeStore<T> {
             for (id, slot) in state.items.iter() {
                 let key = slot.key.as_str();
                 let values: BTreeSet<String> = ix
-                    .compute(&slot.obj, Some(key))
+                    .compute(slot.obj, Some(key))
                     .map_err(|e| e.to_string())?
                     .into_iter()
                     .collect();

@@ -25,6 +25,12 @@ pub(crate) enum SlotKey {
 }
 
 impl SlotKey {
+    /// The empty key, held by a free slot.
+    pub(crate) const EMPTY: SlotKey = SlotKey::Inline {
+        len: 0,
+        bytes: [0; INLINE],
+    };
+
     /// A copy of `key`'s text.
     pub(crate) fn new(key: &str) -> Self {
         match u8::try_from(key.len()) {
