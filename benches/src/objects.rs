@@ -46,6 +46,11 @@ impl Meta<ConfigMap> for ConfigMapMeta {
             .map(ResourceVersion::from)
             .unwrap_or_default()
     }
+
+    fn same_resource_version(a: &ConfigMap, b: &ConfigMap) -> bool {
+        a.metadata.resource_version.as_deref().unwrap_or("")
+            == b.metadata.resource_version.as_deref().unwrap_or("")
+    }
 }
 
 impl MetaMut<ConfigMap> for ConfigMapMeta {

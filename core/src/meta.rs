@@ -19,6 +19,13 @@ pub trait Meta<T: ?Sized>: Send + Sync + 'static {
 
     /// The object's resource version (empty when the object carries none).
     fn resource_version(obj: &T) -> ResourceVersion;
+
+    /// Whether `a` and `b` carry the same resource version (an informer's test for a resync:
+    /// an update that changed nothing). The default compares [`resource_version`](Self::resource_version)s;
+    /// an accessor that can borrow the versions should compare them without building any.
+    fn same_resource_version(a: &T, b: &T) -> bool {
+        Self::resource_version(a) == Self::resource_version(b)
+    }
 }
 
 /// A type that knows its own namespace, name and resource version.
@@ -148,5 +155,35 @@ pub trait SetResourceVersion {
 impl<T: Object + SetResourceVersion + ?Sized> MetaMut<T> for ObjectAccessor {
     fn set_resource_version(obj: &mut T, rv: ResourceVersion) {
         SetResourceVersion::set_resource_version(obj, rv);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Doc {
+        rv: &'static str,
+    }
+
+    impl Object for Doc {
+        fn namespace(&self) -> Option<&str> {
+            None
+        }
+        fn name(&self) -> &str {
+            "doc"
+        }
+        fn resource_version(&self) -> ResourceVersion {
+            ResourceVersion::from(self.rv)
+        }
+    }
+
+    #[test]
+    fn the_default_same_resource_version_compares_the_versions() {
+        let same = <ObjectAccessor as Meta<Doc>>::same_resource_version;
+        assert!(same(&Doc { rv: "3" }, &Doc { rv: "3" }));
+        assert!(!same(&Doc { rv: "3" }, &Doc { rv: "4" }));
+        assert!(same(&Doc { rv: "" }, &Doc { rv: "" }));
+        assert!(!same(&Doc { rv: "" }, &Doc { rv: "1" }));
     }
 }

@@ -368,6 +368,16 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
         self.len() == 0
     }
 
+    /// [`is_idle`](Self::is_idle) and [`has_synced`](Self::has_synced), read together under one
+    /// lock.
+    pub fn progress(&self) -> Progress {
+        let st = self.state.lock();
+        Progress {
+            idle: st.core.is_idle(),
+            synced: st.core.has_synced(),
+        }
+    }
+
     /// Whether no key is queued **and** no popped key is still being processed: everything
     /// written so far has been handed out and processed (an informer uses it to tell how far its
     /// cache has caught up with its source).
@@ -397,6 +407,15 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
     pub fn is_idle(&self) -> bool {
         self.state.lock().core.is_idle()
     }
+}
+
+/// A consistent reading of a [`DeltaFifo`]'s progress (see [`DeltaFifo::progress`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// [`DeltaFifo::is_idle`]: nothing queued, nothing being processed.
+    pub idle: bool,
+    /// [`DeltaFifo::has_synced`]: the initial population has been processed.
+    pub synced: bool,
 }
 
 /// Finishes a taken key when dropped, so a panicking process function does not wedge its key.

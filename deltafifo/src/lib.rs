@@ -74,6 +74,6 @@ pub mod fuzz;
 pub use delta::{DeletedFinalStateUnknown, Delta, DeltaObject, DeltaType};
 pub use deltas::{Deltas, DeltasIntoIter};
 pub use error::{BoxError, DeltaFifoError, PopError};
-pub use fifo::DeltaFifo;
+pub use fifo::{DeltaFifo, Progress};
 pub use options::DeltaFifoOptions;
 pub use pop_future::PopFuture;

@@ -278,3 +278,25 @@ fn the_fifo_is_a_reflector_store() {
         ]
     );
 }
+
+#[test]
+fn progress_reads_idle_and_synced_together() {
+    use kcache_deltafifo::Progress;
+    let fifo: DeltaFifo<Pod> = DeltaFifo::new();
+    let p = |idle, synced| Progress { idle, synced };
+    assert_eq!(fifo.progress(), p(true, false));
+    fifo.replace(vec![pod("a", 1)], "1".into()).unwrap();
+    assert_eq!(fifo.progress(), p(false, false));
+    fifo.pop(|_, _| {
+        // Taken but not processed: neither idle nor synced yet.
+        assert_eq!(fifo.progress(), p(false, false));
+        ok(())
+    })
+    .unwrap();
+    assert_eq!(fifo.progress(), p(true, true));
+    assert_eq!(
+        fifo.progress(),
+        p(fifo.is_idle(), fifo.has_synced()),
+        "the same answers as the two single reads"
+    );
+}

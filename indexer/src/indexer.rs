@@ -105,6 +105,17 @@ impl<T, M: Meta<T>> Indexer<T, M> {
         Ok(self.store.write(key, obj, rv, Some(TypeId::of::<M>()))?)
     }
 
+    /// [`update`](Self::update) with the key already computed, for a caller that has it (an
+    /// informer applying a delta): `key` must be the accessor's key of `obj`, or later lookups by
+    /// the object's own key will not find it.
+    ///
+    /// # Errors
+    /// [`StoreError::IndexFunc`]; the store is unchanged.
+    pub fn update_with_key(&self, key: ObjectKey, obj: Arc<T>) -> Result<(), StoreError> {
+        let rv = Self::recorded_rv(&obj);
+        Ok(self.store.write(key, obj, rv, Some(TypeId::of::<M>()))?)
+    }
+
     /// Removes the object stored under `obj`'s key, with the index entries of the *stored*
     /// object, and records `obj`'s resource version (if it has one). Returns the removed object.
     ///

@@ -301,3 +301,30 @@ fn an_emitting_function_that_fails_after_emitting_changes_nothing() {
     assert_eq!(store.index_keys("app", "seen").unwrap().len(), 1);
     store.thread_safe_store().check_invariants().unwrap();
 }
+
+#[test]
+fn update_with_key_stores_indexes_and_records_the_version_like_update() {
+    let with_key = with_namespace_index();
+    let plain = with_namespace_index();
+    for (i, store) in [&with_key, &plain].into_iter().enumerate() {
+        let p = Arc::new(pod("prod", "web").rv("5"));
+        if i == 0 {
+            let key = store.key_of(&p).unwrap();
+            store.update_with_key(key, p).unwrap();
+        } else {
+            store.update(p).unwrap();
+        }
+    }
+    assert_eq!(
+        with_key.get_by_key("prod/web"),
+        plain.get_by_key("prod/web")
+    );
+    assert_eq!(
+        sorted_names(with_key.by_index(NAMESPACE_INDEX, "prod").unwrap()),
+        ["web"]
+    );
+    assert_eq!(
+        with_key.last_store_sync_resource_version(),
+        plain.last_store_sync_resource_version()
+    );
+}

@@ -44,13 +44,13 @@ impl<T: Send + Sync + 'static, M: Meta<T>> Shared<T, M> {
                     let key = M::key(&obj)?;
                     match self.indexer.get_by_key(&key) {
                         Some(old) => {
-                            self.indexer.update(obj.clone())?;
-                            let is_sync = M::resource_version(&old) == M::resource_version(&obj);
+                            self.indexer.update_with_key(key.clone(), obj.clone())?;
+                            let is_sync = M::same_resource_version(&old, &obj);
                             let event = Event::Updated { old, new: obj };
                             dispatch.distribute(&Notification::new(key, event), is_sync);
                         }
                         None => {
-                            self.indexer.add(obj.clone())?;
+                            self.indexer.update_with_key(key.clone(), obj.clone())?;
                             let event = Event::Added {
                                 obj,
                                 is_in_initial_list,

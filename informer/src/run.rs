@@ -218,10 +218,11 @@ where
         // Read what was received before looking at the FIFO: every event up to it reached the
         // FIFO first, so an idle FIFO has applied them all.
         let received = shared.last_received();
-        if fifo.is_idle() {
+        let progress = fifo.progress();
+        if progress.idle {
             shared.publish_applied(received);
         }
-        if fifo.has_synced() {
+        if progress.synced {
             shared.set_synced();
         }
     }

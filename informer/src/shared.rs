@@ -48,12 +48,14 @@ impl<T, M> Shared<T, M> {
         self.lifecycle.send_modify(|l| l.stopped = true);
     }
 
-    /// Records a resource version the source reported (after its write reached the FIFO).
-    pub(crate) fn received(&self, rv: ResourceVersion) {
+    /// Records a resource version the source reported (after its write reached the FIFO);
+    /// returns the newest received version with its arrival number, as `last_received`.
+    pub(crate) fn received(&self, rv: ResourceVersion) -> (u64, ResourceVersion) {
+        let mut r = self.received_rv.lock();
         if !rv.is_empty() {
-            let mut r = self.received_rv.lock();
             *r = (r.0 + 1, rv);
         }
+        r.clone()
     }
 
     /// The newest received version, with its arrival number.

@@ -15,14 +15,14 @@ impl<T, M: Meta<T>> Sink<T, M> {
     /// After a write: record the version, and notice an initial population of zero keys (an
     /// empty first list syncs without any pop).
     fn written(&self, rv: ResourceVersion) {
-        self.shared.received(rv);
-        let received = self.shared.last_received();
-        if self.fifo.is_idle() {
+        let received = self.shared.received(rv);
+        let progress = self.fifo.progress();
+        if progress.idle {
             // Nothing to pop (a dropped deletion, a bookmark, an empty list): the cache is as
             // far as the source.
             self.shared.publish_applied(received);
         }
-        if self.fifo.has_synced() {
+        if progress.synced {
             self.shared.set_synced();
         }
     }

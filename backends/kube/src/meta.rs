@@ -58,6 +58,11 @@ impl<K: Resource + ?Sized + 'static> Meta<K> for KubeMeta {
             .map(ResourceVersion::from)
             .unwrap_or_default()
     }
+
+    fn same_resource_version(a: &K, b: &K) -> bool {
+        a.meta().resource_version.as_deref().unwrap_or("")
+            == b.meta().resource_version.as_deref().unwrap_or("")
+    }
 }
 
 #[cfg(test)]
@@ -74,6 +79,24 @@ mod tests {
             resource_version: rv.map(str::to_owned),
             ..ObjectMeta::default()
         }
+    }
+
+    #[test]
+    fn same_resource_version_compares_the_metadata_field_absent_as_empty() {
+        let cm = |rv: Option<&str>| ConfigMap {
+            metadata: meta(Some("prod"), Some("web"), rv),
+            ..ConfigMap::default()
+        };
+        assert!(KubeMeta::same_resource_version(
+            &cm(Some("7")),
+            &cm(Some("7"))
+        ));
+        assert!(!KubeMeta::same_resource_version(
+            &cm(Some("7")),
+            &cm(Some("8"))
+        ));
+        assert!(!KubeMeta::same_resource_version(&cm(Some("7")), &cm(None)));
+        assert!(KubeMeta::same_resource_version(&cm(None), &cm(Some(""))));
     }
 
     #[test]

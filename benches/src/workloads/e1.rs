@@ -136,12 +136,15 @@ fn start(informer: Arc<Informer>) -> Result<Running, String> {
         .enable_all()
         .build()
         .map_err(|e| format!("cannot build a tokio runtime: {e}"))?;
-    let thread = thread::spawn(move || {
-        rt.block_on(inf.run(async {
-            let _ = stopped.await;
-        }))
-        .map_err(|e| e.to_string())
-    });
+    let thread = thread::Builder::new()
+        .name("informer".into())
+        .spawn(move || {
+            rt.block_on(inf.run(async {
+                let _ = stopped.await;
+            }))
+            .map_err(|e| e.to_string())
+        })
+        .map_err(|e| format!("cannot start the informer thread: {e}"))?;
     Ok(Running {
         informer,
         stop,
