@@ -90,18 +90,19 @@ impl<T> FifoCore<T> {
     /// Appends `delta` to `key`'s list (queueing the key if it had none), then applies the only
     /// merge rule.
     fn enqueue(&mut self, key: ObjectKey, delta: Delta<T>) {
-        match self.items.get_mut(&key) {
-            Some(entry) => {
+        // One hash and probe whether the key is queued or not.
+        match self.items.entry(key) {
+            std::collections::hash_map::Entry::Occupied(mut queued) => {
+                let entry = queued.get_mut();
                 entry.deltas.push(delta);
                 dedup_trailing_deletes(&mut entry.deltas);
             }
-            None => {
-                let entry = Entry {
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                self.queue.push_back(slot.key().clone());
+                slot.insert(Entry {
                     deltas: Deltas::one(delta),
                     initial: false,
-                };
-                self.items.insert(key.clone(), entry);
-                self.queue.push_back(key);
+                });
             }
         }
     }
@@ -265,6 +266,48 @@ impl<T> FifoCore<T> {
         }
         if self.is_idle() {
             self.release_drained();
+        }
+    }
+
+    /// Gives back a taken key that was not processed (its batch's process function panicked
+    /// before reaching it): it is no longer in flight, it goes back to the front of the queue
+    /// (moved there if new deltas queued it meanwhile), its deltas ahead of any that arrived
+    /// since, with its initial flag. (Moving a queued key is linear in the queue's length; this
+    /// only runs after a panic.)
+    pub(crate) fn untake(&mut self, taken: Taken<T>) {
+        let Taken {
+            key,
+            deltas,
+            is_in_initial_list: initial,
+        } = taken;
+        if self.in_flight.remove(&key).is_some() && initial {
+            self.initial_in_flight = self.initial_in_flight.saturating_sub(1);
+        }
+        if initial {
+            self.initial_queued += 1;
+        }
+        match self.items.get_mut(&key) {
+            Some(entry) => {
+                let newer = std::mem::replace(&mut entry.deltas, deltas);
+                for delta in newer {
+                    entry.deltas.push(delta);
+                    dedup_trailing_deletes(&mut entry.deltas);
+                }
+                if entry.initial {
+                    // Cannot happen (a key taken once is never initial again); keep the count
+                    // right regardless.
+                    self.initial_queued = self.initial_queued.saturating_sub(1);
+                }
+                entry.initial |= initial;
+                if let Some(pos) = self.queue.iter().position(|k| *k == key) {
+                    self.queue.remove(pos);
+                }
+                self.queue.push_front(key);
+            }
+            None => {
+                self.items.insert(key.clone(), Entry { deltas, initial });
+                self.queue.push_front(key);
+            }
         }
     }
 

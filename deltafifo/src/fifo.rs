@@ -84,8 +84,8 @@ pub(crate) struct State<T> {
 #[doc(alias = "DeltaFIFO")]
 pub struct DeltaFifo<T, M: Meta<T> = ObjectAccessor> {
     pub(crate) state: Mutex<State<T>>,
-    cond: Condvar,
-    writes: WriteSignal,
+    pub(crate) cond: Condvar,
+    pub(crate) writes: WriteSignal,
     known: Option<Arc<dyn KnownObjects<T>>>,
     transformer: Option<Transformer<T>>,
     _meta: PhantomData<fn() -> M>,
@@ -93,7 +93,7 @@ pub struct DeltaFifo<T, M: Meta<T> = ObjectAccessor> {
 
 impl<T, M: Meta<T>> fmt::Debug for DeltaFifo<T, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let st = self.state.lock();
+        let st = crate::spin::lock(&self.state);
         f.debug_struct("DeltaFifo")
             .field("len", &st.core.len())
             .field("has_synced", &st.core.has_synced())
@@ -176,7 +176,7 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
     pub fn add(&self, obj: Arc<T>) -> Result<(), DeltaFifoError> {
         let key = M::key(&obj)?;
         let obj = self.transform(obj)?;
-        let mut st = self.state.lock();
+        let mut st = crate::spin::lock(&self.state);
         st.core.add(key, obj);
         self.notify(st);
         Ok(())
@@ -189,7 +189,7 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
     pub fn update(&self, obj: Arc<T>) -> Result<(), DeltaFifoError> {
         let key = M::key(&obj)?;
         let obj = self.transform(obj)?;
-        let mut st = self.state.lock();
+        let mut st = crate::spin::lock(&self.state);
         st.core.update(key, obj);
         self.notify(st);
         Ok(())
@@ -204,7 +204,7 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
     pub fn delete(&self, obj: Arc<T>) -> Result<(), DeltaFifoError> {
         let key = M::key(&obj)?;
         let obj = self.transform(obj)?;
-        let mut st = self.state.lock();
+        let mut st = crate::spin::lock(&self.state);
         st.core.delete(key, obj, self.known());
         self.notify(st);
         Ok(())
@@ -223,7 +223,7 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
             let key = M::key(&obj)?;
             listed.push((key, self.transform(obj)?));
         }
-        let mut st = self.state.lock();
+        let mut st = crate::spin::lock(&self.state);
         st.core.replace(listed, self.known());
         self.notify(st);
         Ok(())
@@ -232,7 +232,7 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
     /// Appends `Sync` (with the known object) for every known key that has nothing pending. A
     /// no-op without known objects.
     pub fn resync(&self) {
-        let mut st = self.state.lock();
+        let mut st = crate::spin::lock(&self.state);
         st.core.resync(self.known());
         self.notify(st);
     }
@@ -256,7 +256,7 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
         &self,
         process: impl FnOnce(Deltas<T>, bool) -> Result<R, E>,
     ) -> Result<R, PopError<E>> {
-        let mut st = self.state.lock();
+        let mut st = crate::spin::lock(&self.state);
         let mut spun = false;
         let taken = loop {
             match st.core.next() {
@@ -268,7 +268,7 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
                     let seen = self.writes.seen();
                     drop(st);
                     self.writes.spin_for_write(seen);
-                    st = self.state.lock();
+                    st = crate::spin::lock(&self.state);
                 }
                 Next::Wait => {
                     st.blocked += 1;
@@ -336,7 +336,7 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
 
     /// Marks `key` processed (the second half of a pop).
     pub(crate) fn finish(&self, key: &ObjectKey) {
-        let mut st = self.state.lock();
+        let mut st = crate::spin::lock(&self.state);
         st.core.finish(key);
         self.notify(st);
     }
@@ -348,7 +348,7 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
 
     /// Makes `pop` return [`PopError::Closed`] once nothing is queued. Writes are still accepted.
     pub fn close(&self) {
-        let mut st = self.state.lock();
+        let mut st = crate::spin::lock(&self.state);
         st.core.close();
         self.notify(st);
     }
@@ -371,7 +371,7 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
     /// [`is_idle`](Self::is_idle) and [`has_synced`](Self::has_synced), read together under one
     /// lock.
     pub fn progress(&self) -> Progress {
-        let st = self.state.lock();
+        let st = crate::spin::lock(&self.state);
         Progress {
             idle: st.core.is_idle(),
             synced: st.core.has_synced(),

@@ -64,6 +64,7 @@ mod deltas;
 mod error;
 mod fifo;
 mod options;
+mod pop_batch;
 mod pop_future;
 mod spin;
 mod sync;

@@ -7,6 +7,30 @@
 //! Built for loom (`--cfg kcache_loom`) there is no spinning: loom explores interleavings, not
 //! time, and the blocking path is what its models check.
 
+/// Locks `m`, spinning up to about 1,500 spin-loop hints for it first (testing before trying,
+/// so spinners do not fight over the lock's cache line) instead of parking at once: the FIFO's
+/// critical sections are short, and a writer and a popper that park on each other pay a futex
+/// sleep and wake per hand-off. Under loom, a plain lock.
+pub(crate) fn lock<S>(m: &crate::sync::Mutex<S>) -> crate::sync::MutexGuard<'_, S> {
+    #[cfg(not(kcache_loom))]
+    {
+        if let Some(g) = m.try_lock() {
+            return g;
+        }
+        for round in 0..ROUNDS {
+            for _ in 0..(1u32 << round.min(5)) {
+                std::hint::spin_loop();
+            }
+            if !m.is_locked() {
+                if let Some(g) = m.try_lock() {
+                    return g;
+                }
+            }
+        }
+    }
+    m.lock()
+}
+
 /// Counts writes so a spinning popper can see one without taking the lock.
 #[derive(Debug, Default)]
 pub(crate) struct WriteSignal {
@@ -18,6 +42,10 @@ pub(crate) struct WriteSignal {
 /// hints in all: some microseconds).
 #[cfg(not(kcache_loom))]
 const ROUNDS: u32 = 52;
+
+/// Rounds of 32 spin-loop hints a batch popper waits for more writes after the first.
+#[cfg(not(kcache_loom))]
+const COALESCE_ROUNDS: u32 = 16;
 
 impl WriteSignal {
     /// Records a write (called with the FIFO's lock held).
@@ -49,6 +77,27 @@ impl WriteSignal {
         }
         let _ = seen;
         false
+    }
+
+    /// After [`spin_for_write`](Self::spin_for_write) saw a write: spins a little longer (about
+    /// 500 spin-loop hints at most) until `enough` writes came after `seen`, so a batch popper
+    /// takes several keys under one lock instead of one key per lock hand-off.
+    pub(crate) fn spin_for_writes(&self, seen: u64, enough: u64) {
+        #[cfg(not(kcache_loom))]
+        for _ in 0..COALESCE_ROUNDS {
+            if self
+                .writes
+                .load(std::sync::atomic::Ordering::Relaxed)
+                .wrapping_sub(seen)
+                >= enough
+            {
+                return;
+            }
+            for _ in 0..32 {
+                std::hint::spin_loop();
+            }
+        }
+        let _ = (seen, enough);
     }
 
     /// Whether this build spins at all.

@@ -68,33 +68,13 @@ fn drive() -> Result<Metrics, String> {
 
     drop(kept);
 
-    let start = now();
-    let consumer = {
-        let fifo = fifo.clone();
-        thread::spawn(move || {
-            let (mut pops, mut deltas) = (0u64, 0u64);
-            loop {
-                match fifo.pop(|d, _| Ok::<_, Infallible>(d.len())) {
-                    Ok(n) => {
-                        pops += 1;
-                        deltas += n as u64;
-                    }
-                    Err(PopError::Closed) => return Ok((pops, deltas)),
-                    Err(e) => return Err(format!("f1: pop failed: {e}")),
-                }
-            }
-        })
-    };
-    for i in 0..UPDATES {
-        fifo.update(upd[i % HOT_KEYS].clone())
-            .map_err(|e| e.to_string())?;
-    }
-    fifo.close();
-    let (pops, deltas) = join(consumer)??;
-    let wall = nanos(start, now());
-    check(deltas == UPDATES as u64, || {
-        format!("f1: {deltas} deltas delivered, expected {UPDATES}")
-    })?;
+    // The update phase twice, side by side: the consumer calling `pop` (one key per call, as
+    // client-go's), then a fresh FIFO whose consumer calls `pop_batch(BATCH)`.
+    let (wall, pops, deltas) = updates(&fifo, &upd, None)?;
+    let fresh: Arc<Fifo> = Arc::new(DeltaFifo::with_options(
+        DeltaFifoOptions::new().emit_delta_type_replaced(true),
+    ));
+    let (batch_wall, batch_pops, batch_deltas) = updates(&fresh, &upd, Some(BATCH))?;
 
     Ok(vec![
         ("replace_ns_per_object", replace / OBJECTS as f64),
@@ -103,5 +83,60 @@ fn drive() -> Result<Metrics, String> {
         ("update_wall_ms", wall / 1e6),
         ("pops", pops as f64),
         ("deltas_per_pop", deltas as f64 / pops as f64),
+        ("update_batch_ns", batch_wall / UPDATES as f64),
+        ("batch_pops", batch_pops as f64),
+        (
+            "batch_deltas_per_pop",
+            batch_deltas as f64 / batch_pops as f64,
+        ),
     ])
+}
+
+/// Keys a `pop_batch` consumer takes per lock at most.
+const BATCH: usize = 64;
+
+/// The main thread writes `UPDATES` updates cycling over `upd` while a consumer thread pops
+/// (with `pop`, or `pop_batch(n)`) until the FIFO closes: wall ns, keys handed out, deltas.
+fn updates(
+    fifo: &Arc<Fifo>,
+    upd: &[Arc<ConfigMap>],
+    batch: Option<usize>,
+) -> Result<(f64, u64, u64), String> {
+    let start = now();
+    let consumer = {
+        let fifo = fifo.clone();
+        thread::spawn(move || {
+            let (mut pops, mut deltas) = (0u64, 0u64);
+            loop {
+                let result = match batch {
+                    None => fifo.pop(|d, _| Ok::<_, Infallible>(d.len())).map(|n| {
+                        pops += 1;
+                        deltas += n as u64;
+                    }),
+                    Some(max) => fifo
+                        .pop_batch(max, |d, _| {
+                            pops += 1;
+                            deltas += d.len() as u64;
+                        })
+                        .map(|_| ()),
+                };
+                match result {
+                    Ok(()) => {}
+                    Err(PopError::Closed) => return Ok((pops, deltas)),
+                    Err(e) => return Err(format!("f1: pop failed: {e}")),
+                }
+            }
+        })
+    };
+    for i in 0..UPDATES {
+        fifo.update(upd[i % upd.len()].clone())
+            .map_err(|e| e.to_string())?;
+    }
+    fifo.close();
+    let (pops, deltas) = join(consumer)??;
+    let wall = nanos(start, now());
+    check(deltas == UPDATES as u64, || {
+        format!("f1: {deltas} deltas delivered, expected {UPDATES}")
+    })?;
+    Ok((wall, pops, deltas))
 }

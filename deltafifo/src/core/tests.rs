@@ -386,3 +386,49 @@ fn a_fully_drained_fifo_gives_back_large_storage_but_not_while_draining() {
     assert_eq!(pop(&mut c).0, "x");
     c.check_invariants().unwrap();
 }
+
+#[test]
+fn untake_puts_a_taken_key_back_in_front_with_its_initial_flag_and_older_deltas_first() {
+    let mut c: FifoCore<u32> = FifoCore::new(true);
+    c.replace(vec![(k("a"), o(1)), (k("b"), o(1)), (k("c"), o(1))], None);
+    let Next::Ready(a) = c.next() else {
+        panic!("a not handed out")
+    };
+    let Next::Ready(b) = c.next() else {
+        panic!("b not handed out")
+    };
+    c.update(k("b"), o(2));
+    c.check_invariants().unwrap();
+    // Give both back, newest taken first (as a batch unwinds).
+    c.untake(b);
+    c.untake(a);
+    c.check_invariants().unwrap();
+    assert!(!c.has_synced());
+    let snap: Vec<(String, Vec<DeltaType>)> = c
+        .snapshot()
+        .into_iter()
+        .map(|(k, d)| {
+            (
+                k.as_str().to_owned(),
+                d.iter().map(|d| d.delta_type).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        snap,
+        [
+            ("a".to_owned(), vec![Replaced]),
+            ("b".to_owned(), vec![Replaced, Updated]),
+            ("c".to_owned(), vec![Replaced]),
+        ]
+    );
+    for _ in 0..3 {
+        let Next::Ready(t) = c.next() else {
+            panic!("nothing handed out")
+        };
+        assert!(t.is_in_initial_list);
+        c.finish(&t.key);
+    }
+    assert!(c.has_synced());
+    c.check_invariants().unwrap();
+}
