@@ -1,6 +1,7 @@
 //! `DeltaFifo`: the locking driver around the pure bookkeeping in `core`.
 
 use crate::core::{FifoCore, Next, Taken};
+use crate::inbox::{Inbox, Op};
 use crate::options::Transformer;
 use crate::spin::WriteSignal;
 use crate::sync::{Condvar, Mutex, MutexGuard};
@@ -17,11 +18,21 @@ use std::task::Waker;
 pub(crate) struct State<T> {
     pub(crate) core: FifoCore<T>,
     /// Threads in `pop` waiting on the condvar. A popper counts itself under the lock before it
-    /// waits and uncounts itself after, so a writer that sees zero under the lock has no one to
-    /// wake (the wakers map is the parked tasks' count the same way).
+    /// waits and uncounts itself after, so an operation under the lock that sees zero has no one
+    /// to wake (the wakers map is the parked tasks' count the same way). Writers going through
+    /// the inbox see the sum, published there (see `inbox.rs`).
     pub(crate) blocked: usize,
     pub(crate) wakers: HashMap<u64, Waker>,
     pub(crate) next_waker_id: u64,
+    /// The inbox's previous buffer, swapped in to apply it without allocating.
+    pub(crate) spare: Vec<Op<T>>,
+}
+
+impl<T> State<T> {
+    /// Blocked threads and parked tasks.
+    pub(crate) fn waiters(&self) -> usize {
+        self.blocked + self.wakers.len()
+    }
 }
 
 /// A producer/consumer queue of per-key change lists: client-go's `DeltaFIFO`.
@@ -84,6 +95,7 @@ pub(crate) struct State<T> {
 #[doc(alias = "DeltaFIFO")]
 pub struct DeltaFifo<T, M: Meta<T> = ObjectAccessor> {
     pub(crate) state: Mutex<State<T>>,
+    pub(crate) inbox: Mutex<Inbox<T>>,
     pub(crate) cond: Condvar,
     pub(crate) writes: WriteSignal,
     known: Option<Arc<dyn KnownObjects<T>>>,
@@ -93,7 +105,7 @@ pub struct DeltaFifo<T, M: Meta<T> = ObjectAccessor> {
 
 impl<T, M: Meta<T>> fmt::Debug for DeltaFifo<T, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let st = crate::spin::lock(&self.state);
+        let st = self.lock();
         f.debug_struct("DeltaFifo")
             .field("len", &st.core.len())
             .field("has_synced", &st.core.has_synced())
@@ -122,7 +134,9 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
                 blocked: 0,
                 wakers: HashMap::new(),
                 next_waker_id: 0,
+                spare: Vec::new(),
             }),
+            inbox: Mutex::new(Inbox::default()),
             cond: Condvar::new(),
             writes: WriteSignal::default(),
             known: options.known_objects,
@@ -146,7 +160,7 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
         }
     }
 
-    fn known(&self) -> Option<&dyn KnownObjects<T>> {
+    pub(crate) fn known(&self) -> Option<&dyn KnownObjects<T>> {
         self.known.as_deref()
     }
 
@@ -158,7 +172,9 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
         let wakers = if st.wakers.is_empty() {
             None
         } else {
-            Some(std::mem::take(&mut st.wakers))
+            let wakers = std::mem::take(&mut st.wakers);
+            self.publish_waiters(&st);
+            Some(wakers)
         };
         drop(st);
         if blocked {
@@ -176,9 +192,7 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
     pub fn add(&self, obj: Arc<T>) -> Result<(), DeltaFifoError> {
         let key = M::key(&obj)?;
         let obj = self.transform(obj)?;
-        let mut st = crate::spin::lock(&self.state);
-        st.core.add(key, obj);
-        self.notify(st);
+        self.push(Op::Add(key, obj));
         Ok(())
     }
 
@@ -189,9 +203,7 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
     pub fn update(&self, obj: Arc<T>) -> Result<(), DeltaFifoError> {
         let key = M::key(&obj)?;
         let obj = self.transform(obj)?;
-        let mut st = crate::spin::lock(&self.state);
-        st.core.update(key, obj);
-        self.notify(st);
+        self.push(Op::Update(key, obj));
         Ok(())
     }
 
@@ -204,9 +216,7 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
     pub fn delete(&self, obj: Arc<T>) -> Result<(), DeltaFifoError> {
         let key = M::key(&obj)?;
         let obj = self.transform(obj)?;
-        let mut st = crate::spin::lock(&self.state);
-        st.core.delete(key, obj, self.known());
-        self.notify(st);
+        self.push(Op::Delete(key, obj));
         Ok(())
     }
 
@@ -223,7 +233,7 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
             let key = M::key(&obj)?;
             listed.push((key, self.transform(obj)?));
         }
-        let mut st = crate::spin::lock(&self.state);
+        let mut st = self.lock();
         st.core.replace(listed, self.known());
         self.notify(st);
         Ok(())
@@ -232,7 +242,7 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
     /// Appends `Sync` (with the known object) for every known key that has nothing pending. A
     /// no-op without known objects.
     pub fn resync(&self) {
-        let mut st = crate::spin::lock(&self.state);
+        let mut st = self.lock();
         st.core.resync(self.known());
         self.notify(st);
     }
@@ -256,7 +266,7 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
         &self,
         process: impl FnOnce(Deltas<T>, bool) -> Result<R, E>,
     ) -> Result<R, PopError<E>> {
-        let mut st = crate::spin::lock(&self.state);
+        let mut st = self.lock();
         let mut spun = false;
         let taken = loop {
             match st.core.next() {
@@ -268,12 +278,10 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
                     let seen = self.writes.seen();
                     drop(st);
                     self.writes.spin_for_write(seen);
-                    st = crate::spin::lock(&self.state);
+                    st = self.lock();
                 }
                 Next::Wait => {
-                    st.blocked += 1;
-                    crate::sync::wait_timeout(&self.cond, &mut st, None);
-                    st.blocked -= 1;
+                    self.block(&mut st);
                     spun = false;
                 }
             }
@@ -331,36 +339,36 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
 
     /// Takes the next key without waiting (the fuzz driver's first half of a pop).
     pub(crate) fn begin(&self) -> Next<T> {
-        self.state.lock().core.next()
+        self.lock().core.next()
     }
 
     /// Marks `key` processed (the second half of a pop).
     pub(crate) fn finish(&self, key: &ObjectKey) {
-        let mut st = crate::spin::lock(&self.state);
+        let mut st = self.lock();
         st.core.finish(key);
         self.notify(st);
     }
 
     /// Whether the initial population has been processed (see the type's documentation).
     pub fn has_synced(&self) -> bool {
-        self.state.lock().core.has_synced()
+        self.lock().core.has_synced()
     }
 
     /// Makes `pop` return [`PopError::Closed`] once nothing is queued. Writes are still accepted.
     pub fn close(&self) {
-        let mut st = crate::spin::lock(&self.state);
+        let mut st = self.lock();
         st.core.close();
         self.notify(st);
     }
 
     /// Whether [`close`](Self::close) was called.
     pub fn is_closed(&self) -> bool {
-        self.state.lock().core.is_closed()
+        self.lock().core.is_closed()
     }
 
     /// Number of queued keys.
     pub fn len(&self) -> usize {
-        self.state.lock().core.len()
+        self.lock().core.len()
     }
 
     /// Whether no key is queued.
@@ -371,7 +379,7 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
     /// [`is_idle`](Self::is_idle) and [`has_synced`](Self::has_synced), read together under one
     /// lock.
     pub fn progress(&self) -> Progress {
-        let st = crate::spin::lock(&self.state);
+        let st = self.lock();
         Progress {
             idle: st.core.is_idle(),
             synced: st.core.has_synced(),
@@ -405,7 +413,7 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn is_idle(&self) -> bool {
-        self.state.lock().core.is_idle()
+        self.lock().core.is_idle()
     }
 }
 

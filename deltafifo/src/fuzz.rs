@@ -322,7 +322,7 @@ impl Driver {
     }
 
     fn check(&self, op: &Op) {
-        let st = self.fifo.state.lock();
+        let st = self.fifo.lock();
         if let Err(e) = st.core.check_invariants() {
             panic!("invariant broken after {op:?}: {e}");
         }

@@ -63,6 +63,7 @@ mod delta;
 mod deltas;
 mod error;
 mod fifo;
+mod inbox;
 mod options;
 mod pop_batch;
 mod pop_future;

@@ -63,7 +63,7 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
             pending: VecDeque::new(),
             done: Vec::new(),
         };
-        let mut st = crate::spin::lock(&self.state);
+        let mut st = self.lock();
         let mut spun = false;
         loop {
             match st.core.next() {
@@ -82,12 +82,10 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
                     if self.writes.spin_for_write(seen) {
                         self.writes.spin_for_writes(seen, max as u64);
                     }
-                    st = crate::spin::lock(&self.state);
+                    st = self.lock();
                 }
                 Next::Wait => {
-                    st.blocked += 1;
-                    crate::sync::wait_timeout(&self.cond, &mut st, None);
-                    st.blocked -= 1;
+                    self.block(&mut st);
                     spun = false;
                 }
             }
@@ -114,7 +112,7 @@ impl<T, M: Meta<T>> Drop for Batch<'_, T, M> {
         if self.done.is_empty() && self.pending.is_empty() {
             return;
         }
-        let mut st = crate::spin::lock(&self.fifo.state);
+        let mut st = self.fifo.lock();
         for key in &self.done {
             st.core.finish(key);
         }

@@ -53,23 +53,34 @@ where
             // Polled after completion: behave like a closed FIFO rather than panic.
             return Poll::Ready(Err(PopError::Closed));
         };
-        let mut st = this.fifo.state.lock();
+        let mut st = this.fifo.lock();
         if let Some(id) = this.waker_id.take() {
-            st.wakers.remove(&id);
-        }
-        match st.core.next() {
-            Next::Ready(taken) => {
-                drop(st);
-                Poll::Ready(this.fifo.process(taken, process))
+            if st.wakers.remove(&id).is_some() {
+                this.fifo.publish_waiters(&st);
             }
-            Next::Closed => Poll::Ready(Err(PopError::Closed)),
-            Next::Wait => {
-                let id = st.next_waker_id;
-                st.next_waker_id = st.next_waker_id.wrapping_add(1);
-                st.wakers.insert(id, cx.waker().clone());
-                this.waker_id = Some(id);
-                this.process = Some(process);
-                Poll::Pending
+        }
+        loop {
+            match st.core.next() {
+                Next::Ready(taken) => {
+                    drop(st);
+                    return Poll::Ready(this.fifo.process(taken, process));
+                }
+                Next::Closed => return Poll::Ready(Err(PopError::Closed)),
+                Next::Wait => {
+                    let id = st.next_waker_id;
+                    st.next_waker_id = st.next_waker_id.wrapping_add(1);
+                    st.wakers.insert(id, cx.waker().clone());
+                    // Published together with a last look at the inbox (see `inbox.rs`).
+                    let waiters = st.waiters();
+                    if this.fifo.apply_inbox(&mut st, Some(waiters)) {
+                        st.wakers.remove(&id);
+                        this.fifo.publish_waiters(&st);
+                        continue;
+                    }
+                    this.waker_id = Some(id);
+                    this.process = Some(process);
+                    return Poll::Pending;
+                }
             }
         }
     }
@@ -78,7 +89,10 @@ where
 impl<T, M: Meta<T>, F> Drop for PopFuture<'_, T, M, F> {
     fn drop(&mut self) {
         if let Some(id) = self.waker_id.take() {
-            self.fifo.state.lock().wakers.remove(&id);
+            let mut st = self.fifo.lock();
+            if st.wakers.remove(&id).is_some() {
+                self.fifo.publish_waiters(&st);
+            }
         }
     }
 }

@@ -180,3 +180,40 @@ fn a_writer_racing_two_poppers_and_a_relist_converges() {
         assert!(fifo.has_synced());
     });
 }
+
+/// No close comes to the rescue: the write alone must wake a popper blocked (or about to block)
+/// on an empty FIFO. Catches a write that lands in the inbox without waking anyone.
+#[test]
+fn a_write_alone_wakes_a_blocked_popper() {
+    loom::model(|| {
+        let fifo: Arc<DeltaFifo<Obj>> = Arc::new(DeltaFifo::new());
+        let popper = {
+            let fifo = fifo.clone();
+            thread::spawn(move || {
+                fifo.pop(|d, _| Ok::<_, std::convert::Infallible>(d.len()))
+                    .unwrap()
+            })
+        };
+        fifo.add(obj("a", 1)).unwrap();
+        assert_eq!(popper.join().unwrap(), 1);
+    });
+}
+
+/// The same for a parked `pop_async` task.
+#[test]
+fn a_write_alone_wakes_a_parked_async_popper() {
+    loom::model(|| {
+        let fifo: Arc<DeltaFifo<Obj>> = Arc::new(DeltaFifo::new());
+        let popper = {
+            let fifo = fifo.clone();
+            thread::spawn(move || {
+                loom::future::block_on(
+                    fifo.pop_async(|d, _| Ok::<_, std::convert::Infallible>(d.len())),
+                )
+                .unwrap()
+            })
+        };
+        fifo.update(obj("a", 1)).unwrap();
+        assert_eq!(popper.join().unwrap(), 1);
+    });
+}
