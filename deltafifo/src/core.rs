@@ -235,10 +235,11 @@ impl<T> FifoCore<T> {
         let Some(key) = self.queue.remove(pos) else {
             return Next::Wait;
         };
-        let (deltas, initial) = match self.items.remove(&key) {
+        let (mut deltas, initial) = match self.items.remove(&key) {
             Some(entry) => (entry.deltas, entry.initial),
             None => (Deltas::default(), false),
         };
+        deltas.set_key(key.clone());
         if initial {
             self.initial_queued = self.initial_queued.saturating_sub(1);
             self.initial_in_flight += 1;

@@ -5,6 +5,7 @@
 //! vector.
 
 use crate::Delta;
+use kcache_core::ObjectKey;
 use std::ops::Deref;
 
 /// The pending changes of one key, oldest first.
@@ -26,10 +27,23 @@ use std::ops::Deref;
 /// let types: Vec<DeltaType> = deltas.into_iter().map(|d| d.delta_type).collect();
 /// assert_eq!(types, [DeltaType::Added, DeltaType::Updated]);
 /// ```
-#[derive(Debug, PartialEq, Eq)]
-pub struct Deltas<T>(Repr<T>);
+#[derive(Debug)]
+pub struct Deltas<T> {
+    repr: Repr<T>,
+    key: Option<ObjectKey>,
+}
 
-#[derive(Debug, PartialEq, Eq)]
+/// Two lists are equal when their deltas are (however each is stored); the
+/// [`key`](Deltas::key) is not compared.
+impl<T: PartialEq> PartialEq for Deltas<T> {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl<T: Eq> Eq for Deltas<T> {}
+
+#[derive(Debug)]
 enum Repr<T> {
     One(Delta<T>),
     Many(Vec<Delta<T>>),
@@ -37,45 +51,65 @@ enum Repr<T> {
 
 impl<T> Clone for Deltas<T> {
     fn clone(&self) -> Self {
-        Self(match &self.0 {
+        let repr = match &self.repr {
             Repr::One(d) => Repr::One(d.clone()),
             Repr::Many(v) => Repr::Many(v.clone()),
-        })
+        };
+        Self {
+            repr,
+            key: self.key.clone(),
+        }
     }
 }
 
 impl<T> Default for Deltas<T> {
     fn default() -> Self {
-        Self(Repr::Many(Vec::new()))
+        Self::from(Vec::new())
     }
 }
 
 impl<T> Deltas<T> {
     /// A list of one delta (no allocation).
     pub(crate) fn one(delta: Delta<T>) -> Self {
-        Self(Repr::One(delta))
+        Self {
+            repr: Repr::One(delta),
+            key: None,
+        }
+    }
+
+    /// The key these deltas belong to: set on every list the FIFO hands out (`pop`,
+    /// `pop_async`, `pop_batch`), so a process function need not compute it again; `None` on
+    /// lists built by hand.
+    pub fn key(&self) -> Option<&ObjectKey> {
+        self.key.as_ref()
+    }
+
+    /// Sets the key (when the FIFO hands the list out).
+    pub(crate) fn set_key(&mut self, key: ObjectKey) {
+        self.key = Some(key);
     }
 
     /// Appends `delta` as the newest.
     pub(crate) fn push(&mut self, delta: Delta<T>) {
-        match &mut self.0 {
+        match &mut self.repr {
             Repr::Many(v) => v.push(delta),
             Repr::One(_) => {
                 let mut v = Vec::with_capacity(4);
-                if let Repr::One(first) = std::mem::replace(&mut self.0, Repr::Many(Vec::new())) {
+                if let Repr::One(first) = std::mem::replace(&mut self.repr, Repr::Many(Vec::new()))
+                {
                     v.push(first);
                 }
                 v.push(delta);
-                self.0 = Repr::Many(v);
+                self.repr = Repr::Many(v);
             }
         }
     }
 
     /// Removes and returns the newest delta.
     pub(crate) fn pop(&mut self) -> Option<Delta<T>> {
-        match &mut self.0 {
+        match &mut self.repr {
             Repr::Many(v) => v.pop(),
-            Repr::One(_) => match std::mem::replace(&mut self.0, Repr::Many(Vec::new())) {
+            Repr::One(_) => match std::mem::replace(&mut self.repr, Repr::Many(Vec::new())) {
                 Repr::One(d) => Some(d),
                 Repr::Many(_) => None,
             },
@@ -84,7 +118,7 @@ impl<T> Deltas<T> {
 
     /// The deltas as a mutable slice, oldest first.
     pub(crate) fn as_mut_slice(&mut self) -> &mut [Delta<T>] {
-        match &mut self.0 {
+        match &mut self.repr {
             Repr::One(d) => std::slice::from_mut(d),
             Repr::Many(v) => v,
         }
@@ -102,7 +136,7 @@ impl<T> Deltas<T> {
 
     /// The deltas as a vector, oldest first.
     pub fn into_vec(self) -> Vec<Delta<T>> {
-        match self.0 {
+        match self.repr {
             Repr::One(d) => vec![d],
             Repr::Many(v) => v,
         }
@@ -112,7 +146,7 @@ impl<T> Deltas<T> {
 impl<T> Deref for Deltas<T> {
     type Target = [Delta<T>];
     fn deref(&self) -> &[Delta<T>] {
-        match &self.0 {
+        match &self.repr {
             Repr::One(d) => std::slice::from_ref(d),
             Repr::Many(v) => v,
         }
@@ -121,7 +155,10 @@ impl<T> Deref for Deltas<T> {
 
 impl<T> From<Vec<Delta<T>>> for Deltas<T> {
     fn from(v: Vec<Delta<T>>) -> Self {
-        Self(Repr::Many(v))
+        Self {
+            repr: Repr::Many(v),
+            key: None,
+        }
     }
 }
 
@@ -129,7 +166,7 @@ impl<T> IntoIterator for Deltas<T> {
     type Item = Delta<T>;
     type IntoIter = DeltasIntoIter<T>;
     fn into_iter(self) -> DeltasIntoIter<T> {
-        DeltasIntoIter(match self.0 {
+        DeltasIntoIter(match self.repr {
             Repr::One(d) => IterRepr::One(Some(d)),
             Repr::Many(v) => IterRepr::Many(v.into_iter()),
         })

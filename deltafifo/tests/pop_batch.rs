@@ -196,3 +196,31 @@ fn a_batch_popper_racing_a_writer_gets_every_delta_in_order() {
     fifo.close();
     assert_eq!(consumer.join().unwrap(), UPDATES);
 }
+
+#[test]
+fn every_handed_out_list_carries_its_key_and_equality_ignores_it() {
+    let fifo: DeltaFifo<Pod> = DeltaFifo::new();
+    for name in ["a", "b", "c"] {
+        fifo.add(pod(name, 1)).unwrap();
+    }
+    let popped = fifo
+        .pop(|d, _| Ok::<_, std::convert::Infallible>(d))
+        .unwrap();
+    assert_eq!(popped.key().map(|k| k.as_str()), Some("ns/a"));
+    let mut keys = Vec::new();
+    futures::executor::block_on(fifo.pop_async(|d, _| {
+        keys.push(d.key().cloned());
+        Ok::<_, std::convert::Infallible>(())
+    }))
+    .unwrap();
+    fifo.pop_batch(4, |d, _| keys.push(d.key().cloned()))
+        .unwrap();
+    let keys: Vec<Option<&str>> = keys
+        .iter()
+        .map(|k| k.as_ref().map(|k| k.as_str()))
+        .collect();
+    assert_eq!(keys, [Some("ns/b"), Some("ns/c")]);
+    let by_hand = kcache_deltafifo::Deltas::from(popped.to_vec());
+    assert_eq!(by_hand.key(), None);
+    assert_eq!(by_hand, popped);
+}
