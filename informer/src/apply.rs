@@ -26,10 +26,12 @@ impl<T: Send + Sync + 'static, M: Meta<T>> Shared<T, M> {
         is_in_initial_list: bool,
     ) -> Result<(), StoreError> {
         let dispatch = self.processor.lock();
+        // Every list the FIFO hands out carries its key; build it only for one made by hand.
+        let key = deltas.key().cloned();
         for delta in deltas {
             match (delta.delta_type, delta.object) {
                 (DeltaType::Deleted, DeltaObject::Object(obj)) => {
-                    let key = M::key(&obj)?;
+                    let key = key.clone().map_or_else(|| M::key(&obj), Ok)?;
                     self.indexer.delete(&obj)?;
                     let event = Event::Deleted(DeletedObject::observed(key.clone(), obj));
                     dispatch.distribute(&Notification::new(key, event), false);
@@ -41,7 +43,7 @@ impl<T: Send + Sync + 'static, M: Meta<T>> Shared<T, M> {
                     dispatch.distribute(&Notification::new(t.key, event), false);
                 }
                 (_, DeltaObject::Object(obj)) => {
-                    let key = M::key(&obj)?;
+                    let key = key.clone().map_or_else(|| M::key(&obj), Ok)?;
                     match self.indexer.get_by_key(&key) {
                         Some(old) => {
                             self.indexer.update_with_key(key.clone(), obj.clone())?;

@@ -9,12 +9,13 @@
 //! uncounted when its delivery completes (or when coalescing makes it unnecessary). The handler
 //! has synced once the informer has (`upstream_synced`) and the count is zero.
 
+mod chunked;
 mod coalesce;
 
 use crate::event::Notification;
 use crate::sync::{wait_timeout, Condvar, Mutex, MutexGuard};
+use chunked::ChunkedQueue;
 use coalesce::Coalescing;
-use std::collections::VecDeque;
 use std::task::{Context, Poll, Waker};
 
 /// How a handler's buffer holds notifications it has not received yet.
@@ -47,7 +48,7 @@ pub enum BufferMode {
 const POP_SPINS: u32 = 4;
 
 enum Queue<T> {
-    Ordered(VecDeque<Notification<T>>),
+    Ordered(ChunkedQueue<Notification<T>>),
     Coalescing(Coalescing<T>),
 }
 
@@ -93,7 +94,7 @@ pub(crate) struct Buffer<T> {
 impl<T> Buffer<T> {
     pub(crate) fn new(mode: BufferMode) -> Self {
         let queue = match mode {
-            BufferMode::Ordered => Queue::Ordered(VecDeque::new()),
+            BufferMode::Ordered => Queue::Ordered(ChunkedQueue::default()),
             BufferMode::Coalescing => Queue::Coalescing(Coalescing::new()),
         };
         Self {

@@ -192,17 +192,18 @@ where
     loop {
         let result = fifo
             .pop_async(|deltas, is_in_initial_list| {
+                let Some(h) = &shared.metrics.latency else {
+                    return shared.apply(deltas, is_in_initial_list);
+                };
                 let start = shared.clock.now();
                 let result = shared.apply(deltas, is_in_initial_list);
-                if let Some(h) = &shared.metrics.latency {
-                    h.observe(
-                        shared
-                            .clock
-                            .now()
-                            .saturating_duration_since(start)
-                            .as_secs_f64(),
-                    );
-                }
+                h.observe(
+                    shared
+                        .clock
+                        .now()
+                        .saturating_duration_since(start)
+                        .as_secs_f64(),
+                );
                 result
             })
             .await;
