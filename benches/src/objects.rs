@@ -47,6 +47,15 @@ impl Meta<ConfigMap> for ConfigMapMeta {
             .unwrap_or_default()
     }
 
+    fn write_key(obj: &ConfigMap, out: &mut String) -> Result<(), KeyError> {
+        let name = obj.metadata.name.as_deref().unwrap_or("");
+        if name.is_empty() {
+            out.clear();
+            return Err(KeyError::MissingName);
+        }
+        ObjectKey::write_namespaced(obj.metadata.namespace.as_deref().unwrap_or(""), name, out)
+    }
+
     fn same_resource_version(a: &ConfigMap, b: &ConfigMap) -> bool {
         a.metadata.resource_version.as_deref().unwrap_or("")
             == b.metadata.resource_version.as_deref().unwrap_or("")

@@ -46,7 +46,7 @@ pub enum KeyError {
 /// # Ok::<(), kcache_core::KeyError>(())
 /// ```
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ObjectKey(Arc<str>);
+pub struct ObjectKey(pub(crate) Arc<str>);
 
 impl ObjectKey {
     /// Builds a key from its text, checking client-go's split rules: a non-empty name and at
@@ -66,18 +66,41 @@ impl ObjectKey {
     /// # Errors
     /// [`KeyError::EmptyName`] for an empty name, [`KeyError::SlashInPart`] if a part contains `/`.
     pub fn namespaced(namespace: &str, name: &str) -> Result<Self, KeyError> {
-        if name.is_empty() {
-            return Err(KeyError::EmptyName(format!("{namespace}/")));
-        }
-        for part in [namespace, name] {
-            if part.contains('/') {
-                return Err(KeyError::SlashInPart(part.to_owned()));
-            }
-        }
+        check_parts(namespace, name)?;
         if namespace.is_empty() {
             return Ok(Self(Arc::from(name)));
         }
         Ok(Self(joined(namespace, name)))
+    }
+
+    /// Writes the key text [`namespaced`](Self::namespaced) would build into `out` (cleared
+    /// first), with the same checks, without allocating a key: for hot paths that only look a
+    /// key up (see [`Meta::write_key`](crate::Meta::write_key)).
+    ///
+    /// # Errors
+    /// As [`ObjectKey::namespaced`]; `out` is then left empty.
+    ///
+    /// # Examples
+    /// ```
+    /// use kcache_core::ObjectKey;
+    ///
+    /// let mut out = String::new();
+    /// ObjectKey::write_namespaced("default", "web-1", &mut out)?;
+    /// assert_eq!(out, ObjectKey::namespaced("default", "web-1")?.as_str());
+    /// ObjectKey::write_namespaced("", "node-a", &mut out)?;
+    /// assert_eq!(out, "node-a");
+    /// assert!(ObjectKey::write_namespaced("a/b", "c", &mut out).is_err() && out.is_empty());
+    /// # Ok::<(), kcache_core::KeyError>(())
+    /// ```
+    pub fn write_namespaced(namespace: &str, name: &str, out: &mut String) -> Result<(), KeyError> {
+        out.clear();
+        check_parts(namespace, name)?;
+        if !namespace.is_empty() {
+            out.push_str(namespace);
+            out.push('/');
+        }
+        out.push_str(name);
+        Ok(())
     }
 
     /// The key of a cluster-scoped object: just its name.
@@ -112,6 +135,19 @@ impl ObjectKey {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+}
+
+/// The checks of [`ObjectKey::namespaced`]: a non-empty name, no `/` in either part.
+fn check_parts(namespace: &str, name: &str) -> Result<(), KeyError> {
+    if name.is_empty() {
+        return Err(KeyError::EmptyName(format!("{namespace}/")));
+    }
+    for part in [namespace, name] {
+        if part.contains('/') {
+            return Err(KeyError::SlashInPart(part.to_owned()));
+        }
+    }
+    Ok(())
 }
 
 /// Keys up to this length are joined on the stack, so building one costs a single allocation.
@@ -151,7 +187,7 @@ pub fn split_key(key: &str) -> Result<(Option<&str>, &str), KeyError> {
     })
 }
 
-fn validate(key: &str) -> Result<(), KeyError> {
+pub(crate) fn validate(key: &str) -> Result<(), KeyError> {
     let mut parts = key.splitn(3, '/');
     let first = parts.next().unwrap_or_default();
     let name = match (parts.next(), parts.next()) {

@@ -34,6 +34,7 @@
 
 mod clock;
 mod key;
+mod key_text;
 mod meta;
 mod resource_version;
 mod store;
@@ -43,6 +44,7 @@ pub use clock::{
     far_future, saturating_add, Clock, ClockWaker, FakeClock, Sleep, Subscription, SystemClock,
 };
 pub use key::{split_key, KeyError, ObjectKey};
+pub use key_text::KeyText;
 pub use meta::{Meta, MetaMut, Object, ObjectAccessor, SetResourceVersion};
 pub use resource_version::ResourceVersion;
 pub use store::{KnownObjects, ReflectorStore};

@@ -20,6 +20,19 @@ pub trait Meta<T: ?Sized>: Send + Sync + 'static {
     /// The object's resource version (empty when the object carries none).
     fn resource_version(obj: &T) -> ResourceVersion;
 
+    /// Writes the text of [`key`](Self::key) into `out` (cleared first) without building an
+    /// [`ObjectKey`]: a writer that only needs to find a key (a `DeltaFifo` write) then allocates
+    /// nothing. The default builds the key and copies its text; an accessor that can borrow the
+    /// parts should use [`ObjectKey::write_namespaced`]. It must write exactly `key`'s text.
+    ///
+    /// # Errors
+    /// As [`key`](Self::key).
+    fn write_key(obj: &T, out: &mut String) -> Result<(), KeyError> {
+        out.clear();
+        out.push_str(Self::key(obj)?.as_str());
+        Ok(())
+    }
+
     /// Whether `a` and `b` carry the same resource version (an informer's test for a resync:
     /// an update that changed nothing). The default compares [`resource_version`](Self::resource_version)s;
     /// an accessor that can borrow the versions should compare them without building any.
@@ -71,6 +84,15 @@ impl<T: Object + ?Sized> Meta<T> for ObjectAccessor {
 
     fn resource_version(obj: &T) -> ResourceVersion {
         Object::resource_version(obj)
+    }
+
+    fn write_key(obj: &T, out: &mut String) -> Result<(), KeyError> {
+        let name = obj.name();
+        if name.is_empty() {
+            out.clear();
+            return Err(KeyError::MissingName);
+        }
+        ObjectKey::write_namespaced(obj.namespace().unwrap_or(""), name, out)
     }
 }
 
@@ -176,6 +198,58 @@ mod tests {
         fn resource_version(&self) -> ResourceVersion {
             ResourceVersion::from(self.rv)
         }
+    }
+
+    /// An accessor that keeps the default `write_key`.
+    struct Plain;
+    impl Meta<Doc> for Plain {
+        fn key(obj: &Doc) -> Result<ObjectKey, KeyError> {
+            ObjectAccessor::key(obj)
+        }
+        fn resource_version(obj: &Doc) -> ResourceVersion {
+            Object::resource_version(obj)
+        }
+    }
+
+    struct Named(&'static str, Option<&'static str>);
+    impl Object for Named {
+        fn namespace(&self) -> Option<&str> {
+            self.1
+        }
+        fn name(&self) -> &str {
+            self.0
+        }
+        fn resource_version(&self) -> ResourceVersion {
+            ResourceVersion::default()
+        }
+    }
+
+    #[test]
+    fn write_key_writes_what_key_builds_or_fails_alike() {
+        let mut out = String::from("stale");
+        for obj in [
+            Named("web", Some("prod")),
+            Named("node", None),
+            Named("node", Some("")),
+            Named("", Some("prod")),
+            Named("a/b", Some("prod")),
+            Named("web", Some("p/q")),
+        ] {
+            let key = ObjectAccessor::key(&obj);
+            let written = ObjectAccessor::write_key(&obj, &mut out);
+            match key {
+                Ok(k) => {
+                    assert_eq!(written, Ok(()));
+                    assert_eq!(out, k.as_str());
+                }
+                Err(e) => {
+                    assert_eq!(written, Err(e));
+                    assert!(out.is_empty());
+                }
+            }
+        }
+        Plain::write_key(&Doc { rv: "1" }, &mut out).unwrap();
+        assert_eq!(out, "doc");
     }
 
     #[test]

@@ -59,6 +59,19 @@ impl<K: Resource + ?Sized + 'static> Meta<K> for KubeMeta {
             .unwrap_or_default()
     }
 
+    fn write_key(obj: &K, out: &mut String) -> Result<(), KeyError> {
+        let meta = obj.meta();
+        match meta.name.as_deref() {
+            Some(name) if !name.is_empty() => {
+                ObjectKey::write_namespaced(meta.namespace.as_deref().unwrap_or(""), name, out)
+            }
+            _ => {
+                out.clear();
+                Err(KeyError::MissingName)
+            }
+        }
+    }
+
     fn same_resource_version(a: &K, b: &K) -> bool {
         a.meta().resource_version.as_deref().unwrap_or("")
             == b.meta().resource_version.as_deref().unwrap_or("")
@@ -78,6 +91,34 @@ mod tests {
             name: name.map(str::to_owned),
             resource_version: rv.map(str::to_owned),
             ..ObjectMeta::default()
+        }
+    }
+
+    #[test]
+    fn write_key_writes_what_key_builds_or_fails_alike() {
+        let mut out = String::from("stale");
+        for (ns, name) in [
+            (Some("prod"), Some("web")),
+            (None, Some("node")),
+            (Some("prod"), None),
+            (Some("prod"), Some("")),
+            (Some("a/b"), Some("web")),
+        ] {
+            let cm = ConfigMap {
+                metadata: meta(ns, name, None),
+                ..ConfigMap::default()
+            };
+            let written = KubeMeta::write_key(&cm, &mut out);
+            match KubeMeta::key(&cm) {
+                Ok(k) => {
+                    assert_eq!(written, Ok(()));
+                    assert_eq!(out, k.as_str());
+                }
+                Err(e) => {
+                    assert_eq!(written, Err(e));
+                    assert!(out.is_empty());
+                }
+            }
         }
     }
 
