@@ -9,8 +9,9 @@
 //! queued keys of the first `replace` not yet taken; `initial_in_flight` those taken but not
 //! finished.
 
+use crate::deltas::DeltaList;
 use crate::{Delta, DeltaType, Deltas};
-use kcache_core::{KnownObjects, ObjectKey};
+use kcache_core::{KeyText, KnownObjects, ObjectKey};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -45,7 +46,7 @@ pub(crate) enum Next<T> {
 /// A queued key's pending deltas.
 #[derive(Debug)]
 struct Entry<T> {
-    deltas: Deltas<T>,
+    deltas: DeltaList<T>,
     /// Whether the key belongs to the initial population (the first `replace`).
     initial: bool,
 }
@@ -100,26 +101,39 @@ impl<T> FifoCore<T> {
             std::collections::hash_map::Entry::Vacant(slot) => {
                 self.queue.push_back(slot.key().clone());
                 slot.insert(Entry {
-                    deltas: Deltas::one(delta),
+                    deltas: DeltaList::one(delta),
                     initial: false,
                 });
             }
         }
     }
 
+    /// [`enqueue`](Self::enqueue) for a key given as text (inline when short): builds the
+    /// `ObjectKey` only when the key is not queued yet.
+    fn enqueue_text(&mut self, key: KeyText, delta: Delta<T>) {
+        if let Some(entry) = self.items.get_mut(key.as_str()) {
+            entry.deltas.push(delta);
+            dedup_trailing_deletes(&mut entry.deltas);
+        } else {
+            self.enqueue(key.into_key(), delta);
+        }
+    }
+
+    /// Appends an `Added` delta.
+    pub(crate) fn add(&mut self, key: impl Into<KeyText>, obj: Arc<T>) {
+        self.populated = true;
+        self.enqueue_text(key.into(), Delta::new(DeltaType::Added, obj));
+    }
+
+    /// Appends an `Updated` delta.
+    pub(crate) fn update(&mut self, key: impl Into<KeyText>, obj: Arc<T>) {
+        self.populated = true;
+        self.enqueue_text(key.into(), Delta::new(DeltaType::Updated, obj));
+    }
+
     /// Whether the FIFO has pending or in-flight deltas for `key`.
     fn is_pending(&self, key: &ObjectKey) -> bool {
         self.items.contains_key(key) || self.in_flight.contains_key(key)
-    }
-
-    pub(crate) fn add(&mut self, key: ObjectKey, obj: Arc<T>) {
-        self.populated = true;
-        self.enqueue(key, Delta::new(DeltaType::Added, obj));
-    }
-
-    pub(crate) fn update(&mut self, key: ObjectKey, obj: Arc<T>) {
-        self.populated = true;
-        self.enqueue(key, Delta::new(DeltaType::Updated, obj));
     }
 
     /// Queues a deletion, unless the key was never seen: not pending and (with known objects) not
@@ -235,11 +249,10 @@ impl<T> FifoCore<T> {
         let Some(key) = self.queue.remove(pos) else {
             return Next::Wait;
         };
-        let (mut deltas, initial) = match self.items.remove(&key) {
-            Some(entry) => (entry.deltas, entry.initial),
+        let (deltas, initial) = match self.items.remove(&key) {
+            Some(entry) => (entry.deltas.handed_out(key.clone()), entry.initial),
             None => (Deltas::default(), false),
         };
-        deltas.set_key(key.clone());
         if initial {
             self.initial_queued = self.initial_queued.saturating_sub(1);
             self.initial_in_flight += 1;
@@ -289,7 +302,7 @@ impl<T> FifoCore<T> {
         }
         match self.items.get_mut(&key) {
             Some(entry) => {
-                let newer = std::mem::replace(&mut entry.deltas, deltas);
+                let newer = std::mem::replace(&mut entry.deltas, deltas.into_list());
                 for delta in newer {
                     entry.deltas.push(delta);
                     dedup_trailing_deletes(&mut entry.deltas);
@@ -306,6 +319,7 @@ impl<T> FifoCore<T> {
                 self.queue.push_front(key);
             }
             None => {
+                let deltas = deltas.into_list();
                 self.items.insert(key.clone(), Entry { deltas, initial });
                 self.queue.push_front(key);
             }
@@ -406,7 +420,7 @@ impl<T> FifoCore<T> {
 /// client-go's only merge rule: two trailing `Deleted` deltas collapse into one, keeping the
 /// older unless it is a tombstone (a real object beats a tombstone; of two tombstones the newer
 /// wins).
-fn dedup_trailing_deletes<T>(list: &mut Deltas<T>) {
+fn dedup_trailing_deletes<T>(list: &mut DeltaList<T>) {
     let n = list.len();
     if n < 2
         || list[n - 1].delta_type != DeltaType::Deleted

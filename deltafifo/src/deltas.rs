@@ -29,9 +29,14 @@ use std::ops::Deref;
 /// ```
 #[derive(Debug)]
 pub struct Deltas<T> {
-    repr: Repr<T>,
+    repr: DeltaList<T>,
     key: Option<ObjectKey>,
 }
+
+/// The deltas of a queued key, without the key (the FIFO's map holds it): what a queued entry
+/// stores, one inline delta or a vector.
+#[derive(Debug)]
+pub(crate) struct DeltaList<T>(Repr<T>);
 
 /// Two lists are equal when their deltas are (however each is stored); the
 /// [`key`](Deltas::key) is not compared.
@@ -51,12 +56,12 @@ enum Repr<T> {
 
 impl<T> Clone for Deltas<T> {
     fn clone(&self) -> Self {
-        let repr = match &self.repr {
+        let repr = match &self.repr.0 {
             Repr::One(d) => Repr::One(d.clone()),
             Repr::Many(v) => Repr::Many(v.clone()),
         };
         Self {
-            repr,
+            repr: DeltaList(repr),
             key: self.key.clone(),
         }
     }
@@ -68,48 +73,32 @@ impl<T> Default for Deltas<T> {
     }
 }
 
-impl<T> Deltas<T> {
+impl<T> DeltaList<T> {
     /// A list of one delta (no allocation).
     pub(crate) fn one(delta: Delta<T>) -> Self {
-        Self {
-            repr: Repr::One(delta),
-            key: None,
-        }
-    }
-
-    /// The key these deltas belong to: set on every list the FIFO hands out (`pop`,
-    /// `pop_async`, `pop_batch`), so a process function need not compute it again; `None` on
-    /// lists built by hand.
-    pub fn key(&self) -> Option<&ObjectKey> {
-        self.key.as_ref()
-    }
-
-    /// Sets the key (when the FIFO hands the list out).
-    pub(crate) fn set_key(&mut self, key: ObjectKey) {
-        self.key = Some(key);
+        Self(Repr::One(delta))
     }
 
     /// Appends `delta` as the newest.
     pub(crate) fn push(&mut self, delta: Delta<T>) {
-        match &mut self.repr {
+        match &mut self.0 {
             Repr::Many(v) => v.push(delta),
             Repr::One(_) => {
                 let mut v = Vec::with_capacity(4);
-                if let Repr::One(first) = std::mem::replace(&mut self.repr, Repr::Many(Vec::new()))
-                {
+                if let Repr::One(first) = std::mem::replace(&mut self.0, Repr::Many(Vec::new())) {
                     v.push(first);
                 }
                 v.push(delta);
-                self.repr = Repr::Many(v);
+                self.0 = Repr::Many(v);
             }
         }
     }
 
     /// Removes and returns the newest delta.
     pub(crate) fn pop(&mut self) -> Option<Delta<T>> {
-        match &mut self.repr {
+        match &mut self.0 {
             Repr::Many(v) => v.pop(),
-            Repr::One(_) => match std::mem::replace(&mut self.repr, Repr::Many(Vec::new())) {
+            Repr::One(_) => match std::mem::replace(&mut self.0, Repr::Many(Vec::new())) {
                 Repr::One(d) => Some(d),
                 Repr::Many(_) => None,
             },
@@ -118,10 +107,53 @@ impl<T> Deltas<T> {
 
     /// The deltas as a mutable slice, oldest first.
     pub(crate) fn as_mut_slice(&mut self) -> &mut [Delta<T>] {
-        match &mut self.repr {
+        match &mut self.0 {
             Repr::One(d) => std::slice::from_mut(d),
             Repr::Many(v) => v,
         }
+    }
+
+    /// The list handed out for `key`.
+    pub(crate) fn handed_out(self, key: ObjectKey) -> Deltas<T> {
+        Deltas {
+            repr: self,
+            key: Some(key),
+        }
+    }
+}
+
+impl<T> IntoIterator for DeltaList<T> {
+    type Item = Delta<T>;
+    type IntoIter = DeltasIntoIter<T>;
+    fn into_iter(self) -> DeltasIntoIter<T> {
+        DeltasIntoIter(match self.0 {
+            Repr::One(d) => IterRepr::One(Some(d)),
+            Repr::Many(v) => IterRepr::Many(v.into_iter()),
+        })
+    }
+}
+
+impl<T> Deref for DeltaList<T> {
+    type Target = [Delta<T>];
+    fn deref(&self) -> &[Delta<T>] {
+        match &self.0 {
+            Repr::One(d) => std::slice::from_ref(d),
+            Repr::Many(v) => v,
+        }
+    }
+}
+
+impl<T> Deltas<T> {
+    /// The list without its key (to queue it again).
+    pub(crate) fn into_list(self) -> DeltaList<T> {
+        self.repr
+    }
+
+    /// The key these deltas belong to: set on every list the FIFO hands out (`pop`,
+    /// `pop_async`, `pop_batch`), so a process function need not compute it again; `None` on
+    /// lists built by hand.
+    pub fn key(&self) -> Option<&ObjectKey> {
+        self.key.as_ref()
     }
 
     /// The oldest delta.
@@ -136,7 +168,7 @@ impl<T> Deltas<T> {
 
     /// The deltas as a vector, oldest first.
     pub fn into_vec(self) -> Vec<Delta<T>> {
-        match self.repr {
+        match self.repr.0 {
             Repr::One(d) => vec![d],
             Repr::Many(v) => v,
         }
@@ -146,17 +178,14 @@ impl<T> Deltas<T> {
 impl<T> Deref for Deltas<T> {
     type Target = [Delta<T>];
     fn deref(&self) -> &[Delta<T>] {
-        match &self.repr {
-            Repr::One(d) => std::slice::from_ref(d),
-            Repr::Many(v) => v,
-        }
+        &self.repr
     }
 }
 
 impl<T> From<Vec<Delta<T>>> for Deltas<T> {
     fn from(v: Vec<Delta<T>>) -> Self {
         Self {
-            repr: Repr::Many(v),
+            repr: DeltaList(Repr::Many(v)),
             key: None,
         }
     }
@@ -166,10 +195,7 @@ impl<T> IntoIterator for Deltas<T> {
     type Item = Delta<T>;
     type IntoIter = DeltasIntoIter<T>;
     fn into_iter(self) -> DeltasIntoIter<T> {
-        DeltasIntoIter(match self.repr {
-            Repr::One(d) => IterRepr::One(Some(d)),
-            Repr::Many(v) => IterRepr::Many(v.into_iter()),
-        })
+        self.repr.into_iter()
     }
 }
 
@@ -226,15 +252,19 @@ mod tests {
     use crate::DeltaType;
     use std::sync::Arc;
 
-    fn types(d: &Deltas<u32>) -> Vec<(DeltaType, u32)> {
+    fn types(d: &[Delta<u32>]) -> Vec<(DeltaType, u32)> {
         d.iter()
             .map(|d| (d.delta_type, d.object.object().map_or(0, |o| **o)))
             .collect()
     }
 
+    fn key() -> ObjectKey {
+        ObjectKey::new("k").unwrap()
+    }
+
     #[test]
     fn one_grows_into_many_and_shrinks_back_keeping_order() {
-        let mut d = Deltas::one(Delta::new(DeltaType::Added, Arc::new(1)));
+        let mut d = DeltaList::one(Delta::new(DeltaType::Added, Arc::new(1)));
         assert_eq!(types(&d), [(DeltaType::Added, 1)]);
         d.push(Delta::new(DeltaType::Updated, Arc::new(2)));
         d.push(Delta::new(DeltaType::Deleted, Arc::new(3)));
@@ -248,6 +278,7 @@ mod tests {
         );
         assert_eq!(d.pop().map(|x| x.delta_type), Some(DeltaType::Deleted));
         assert_eq!(d.len(), 2);
+        let d = d.handed_out(key());
         let v: Vec<_> = d.clone().into_iter().map(|x| x.delta_type).collect();
         assert_eq!(v, [DeltaType::Added, DeltaType::Updated]);
         assert_eq!(
@@ -258,14 +289,18 @@ mod tests {
 
     #[test]
     fn a_single_delta_iterates_pops_and_converts() {
-        let mut d = Deltas::one(Delta::new(DeltaType::Sync, Arc::new(7)));
-        d.as_mut_slice()[0].delta_type = DeltaType::Replaced;
+        let mut list = DeltaList::one(Delta::new(DeltaType::Sync, Arc::new(7)));
+        list.as_mut_slice()[0].delta_type = DeltaType::Replaced;
+        let d = list.handed_out(key());
+        assert_eq!(d.key(), Some(&key()));
         assert_eq!(d.oldest(), d.newest());
         let it = d.clone().into_iter();
         assert_eq!(it.len(), 1);
         assert_eq!(d.clone().into_vec().len(), 1);
-        assert_eq!(d.pop().map(|x| x.delta_type), Some(DeltaType::Replaced));
-        assert!(d.is_empty());
-        assert_eq!(d.pop(), None);
+        assert_eq!(d, Deltas::from(d.to_vec()), "storage and key do not matter");
+        let mut list = d.into_list();
+        assert_eq!(list.pop().map(|x| x.delta_type), Some(DeltaType::Replaced));
+        assert!(list.is_empty());
+        assert_eq!(list.pop(), None);
     }
 }

@@ -1,7 +1,7 @@
 //! `DeltaFifo`: the locking driver around the pure bookkeeping in `core`.
 
 use crate::core::{FifoCore, Next, Taken};
-use crate::inbox::{Inbox, Op};
+use crate::inbox::{key_text, Inbox, Op};
 use crate::options::Transformer;
 use crate::spin::WriteSignal;
 use crate::sync::{Condvar, Mutex, MutexGuard};
@@ -190,7 +190,7 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
     /// # Errors
     /// A key accessor or transformer failure; the FIFO is unchanged.
     pub fn add(&self, obj: Arc<T>) -> Result<(), DeltaFifoError> {
-        let key = M::key(&obj)?;
+        let key = key_text::<T, M>(&obj)?;
         let obj = self.transform(obj)?;
         self.push(Op::Add(key, obj));
         Ok(())
@@ -201,7 +201,7 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
     /// # Errors
     /// A key accessor or transformer failure; the FIFO is unchanged.
     pub fn update(&self, obj: Arc<T>) -> Result<(), DeltaFifoError> {
-        let key = M::key(&obj)?;
+        let key = key_text::<T, M>(&obj)?;
         let obj = self.transform(obj)?;
         self.push(Op::Update(key, obj));
         Ok(())
@@ -214,7 +214,7 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
     /// # Errors
     /// A key accessor or transformer failure; the FIFO is unchanged.
     pub fn delete(&self, obj: Arc<T>) -> Result<(), DeltaFifoError> {
-        let key = M::key(&obj)?;
+        let key = key_text::<T, M>(&obj)?;
         let obj = self.transform(obj)?;
         self.push(Op::Delete(key, obj));
         Ok(())

@@ -15,15 +15,37 @@
 use crate::fifo::State;
 use crate::sync::MutexGuard;
 use crate::DeltaFifo;
-use kcache_core::{Meta, ObjectKey};
+use kcache_core::{KeyError, KeyText, Meta};
+use std::cell::RefCell;
 use std::sync::Arc;
 
-/// A write waiting in the inbox.
+/// A write waiting in the inbox. The key travels as text (inline when short): the FIFO builds an
+/// `ObjectKey` only for a key it does not hold yet, on the thread that applies the inbox. (A key
+/// allocated by the writer and freed by the popper made every write pay the allocator's slow,
+/// cross-thread path.)
 #[derive(Debug)]
 pub(crate) enum Op<T> {
-    Add(ObjectKey, Arc<T>),
-    Update(ObjectKey, Arc<T>),
-    Delete(ObjectKey, Arc<T>),
+    Add(KeyText, Arc<T>),
+    Update(KeyText, Arc<T>),
+    Delete(KeyText, Arc<T>),
+}
+
+/// `obj`'s key as checked text, written through the accessor's
+/// [`write_key`](Meta::write_key) into a per-thread buffer: no allocation for a short key.
+pub(crate) fn key_text<T, M: Meta<T>>(obj: &T) -> Result<KeyText, KeyError> {
+    thread_local! {
+        static BUF: RefCell<String> = const { RefCell::new(String::new()) };
+    }
+    let build = |buf: &mut String| {
+        M::write_key(obj, buf)?;
+        KeyText::new(buf)
+    };
+    // The buffer is only borrowed inside the accessor's `write_key`; one that re-entered a FIFO
+    // write would find it borrowed and use a fresh one.
+    BUF.with(|buf| match buf.try_borrow_mut() {
+        Ok(mut buf) => build(&mut buf),
+        Err(_) => build(&mut String::new()),
+    })
 }
 
 /// The writes not yet applied, and how many poppers wait (blocked threads and parked tasks).
@@ -83,7 +105,7 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
                 Op::Add(key, obj) => core.add(key, obj),
                 Op::Update(key, obj) => core.update(key, obj),
                 Op::Delete(key, obj) => {
-                    core.delete(key, obj, self.known());
+                    core.delete(key.into_key(), obj, self.known());
                 }
             }
         }

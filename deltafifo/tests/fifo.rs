@@ -300,3 +300,38 @@ fn progress_reads_idle_and_synced_together() {
         "the same answers as the two single reads"
     );
 }
+
+#[test]
+fn short_long_and_non_ascii_keys_queue_merge_and_delete_alike() {
+    for name in [
+        "a".to_owned(),
+        "x".repeat(35),
+        "x".repeat(36),
+        format!("{}é", "x".repeat(34)),
+        "名前".repeat(20),
+    ] {
+        let fifo: DeltaFifo<Pod> = DeltaFifo::new();
+        fifo.add(pod(&name, 1)).unwrap();
+        fifo.update(pod(&name, 2)).unwrap();
+        fifo.add(pod("other", 1)).unwrap();
+        fifo.delete(pod(&name, 3)).unwrap();
+        assert_eq!(fifo.len(), 2, "{name}: one entry per key");
+        let (key, types) = fifo
+            .pop(|d, _| {
+                let types: Vec<DeltaType> = d.iter().map(|d| d.delta_type).collect();
+                ok((d.key().cloned(), types))
+            })
+            .unwrap();
+        assert_eq!(
+            key.map(|k| k.as_str().to_owned()),
+            Some(format!("ns/{name}"))
+        );
+        assert_eq!(
+            types,
+            [DeltaType::Added, DeltaType::Updated, DeltaType::Deleted]
+        );
+        // A deletion of a key the FIFO never saw is dropped, whatever its length.
+        fifo.delete(pod(&format!("{name}-never"), 1)).unwrap();
+        assert_eq!(fifo.len(), 1);
+    }
+}
