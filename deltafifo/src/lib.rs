@@ -15,6 +15,11 @@
 //! [`has_synced`](DeltaFifo::has_synced) answers "has the first list been fully processed?", and
 //! each pop tells the process function whether its key belongs to that initial list.
 //!
+//! Built for a writer that outruns its popper: writes go through an inbox with its own small
+//! lock (a writer never waits for a popper's critical section), keys travel as inline text (no
+//! allocation per write for keys up to 38 bytes), a popper with nothing to take spins briefly
+//! before it sleeps, and [`pop_batch`](DeltaFifo::pop_batch) takes several keys per lock.
+//!
 //! # Examples
 //! ```
 //! use kcache_core::{Object, ResourceVersion};
