@@ -137,6 +137,8 @@ pub(crate) struct Machine<T, M> {
     resync_at: Option<Instant>,
     watch_opened_at: Option<Instant>,
     watch_events: u64,
+    /// Scratch for checking objects' keys without building them ([`Meta::write_key`]).
+    key_buf: String,
     _meta: PhantomData<fn() -> M>,
 }
 
@@ -157,8 +159,15 @@ impl<T, M: Meta<T>> Machine<T, M> {
             resync_at: None,
             watch_opened_at: None,
             watch_events: 0,
+            key_buf: String::new(),
             _meta: PhantomData,
         }
+    }
+
+    /// The accessor's key error for `obj`, if any: checked through [`Meta::write_key`], so an
+    /// accessor that writes the key's parts allocates nothing for a valid object.
+    pub(super) fn key_error(&mut self, obj: &T) -> Option<kcache_core::KeyError> {
+        M::write_key(obj, &mut self.key_buf).err()
     }
 
     /// The resource version of the last list or event applied (client-go's
@@ -376,10 +385,10 @@ impl<T, M: Meta<T>> Machine<T, M> {
                 )
             }
             WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o)
-                if M::key(&o).is_err() =>
+                if self.key_error(&o).is_some() =>
             {
-                let err = M::key(&o)
-                    .err()
+                let err = self
+                    .key_error(&o)
                     .map_or(BadInput::EventWithoutResourceVersion, BadInput::ObjectKey);
                 return self.fail_cycle(ReflectorError::BadInput(err), now);
             }

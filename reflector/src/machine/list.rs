@@ -77,7 +77,7 @@ impl<T, M: Meta<T>> Machine<T, M> {
                 now,
             );
         }
-        if let Some(err) = page.items.iter().find_map(|o| M::key(o).err()) {
+        if let Some(err) = page.items.iter().find_map(|o| self.key_error(o)) {
             return self.fail_cycle(ReflectorError::BadInput(BadInput::ObjectKey(err)), now);
         }
         if !st.mid_list {

@@ -24,7 +24,7 @@ impl<T, M: Meta<T>> Machine<T, M> {
             }
             Input::WatchOpened(Err(e)) | Input::WatchFailed(e) => e,
             Input::Event(WatchEvent::Added(o)) => {
-                if let Err(k) = M::key(&o) {
+                if let Some(k) = self.key_error(&o) {
                     return self.start_list(Some(ReflectorError::BadInput(BadInput::ObjectKey(k))));
                 }
                 items.push(o);
