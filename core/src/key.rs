@@ -143,7 +143,9 @@ fn check_parts(namespace: &str, name: &str) -> Result<(), KeyError> {
         return Err(KeyError::EmptyName(format!("{namespace}/")));
     }
     for part in [namespace, name] {
-        if part.contains('/') {
+        // A byte scan: `/` is ASCII, so it never occurs inside a multi-byte char, and keys are
+        // short enough that a plain loop beats the generic substring search.
+        if part.bytes().any(|b| b == b'/') {
             return Err(KeyError::SlashInPart(part.to_owned()));
         }
     }
@@ -188,14 +190,21 @@ pub fn split_key(key: &str) -> Result<(Option<&str>, &str), KeyError> {
 }
 
 pub(crate) fn validate(key: &str) -> Result<(), KeyError> {
-    let mut parts = key.splitn(3, '/');
-    let first = parts.next().unwrap_or_default();
-    let name = match (parts.next(), parts.next()) {
-        (_, Some(_)) => return Err(KeyError::TooManySlashes(key.to_owned())),
-        (Some(name), None) => name,
-        (None, None) => first,
+    // One byte scan (see `check_parts`): the position of the only `/`, if any.
+    let mut slash = None;
+    for (i, b) in key.bytes().enumerate() {
+        if b == b'/' {
+            if slash.is_some() {
+                return Err(KeyError::TooManySlashes(key.to_owned()));
+            }
+            slash = Some(i);
+        }
+    }
+    let name_empty = match slash {
+        Some(i) => i + 1 == key.len(),
+        None => key.is_empty(),
     };
-    if name.is_empty() {
+    if name_empty {
         return Err(KeyError::EmptyName(key.to_owned()));
     }
     Ok(())
@@ -299,6 +308,40 @@ mod tests {
             assert_eq!(k.as_str(), format!("{ns}/{name}"));
             assert_eq!(k.split(), (Some(ns), name));
         }
+    }
+
+    /// The split rules as first written (`splitn`), to check the byte scan against.
+    fn validate_by_splitn(key: &str) -> Result<(), KeyError> {
+        let mut parts = key.splitn(3, '/');
+        let first = parts.next().unwrap_or_default();
+        let name = match (parts.next(), parts.next()) {
+            (_, Some(_)) => return Err(KeyError::TooManySlashes(key.to_owned())),
+            (Some(name), None) => name,
+            (None, None) => first,
+        };
+        if name.is_empty() {
+            return Err(KeyError::EmptyName(key.to_owned()));
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn validate_agrees_with_splitn_on_every_short_text() {
+        let alphabet = ["a", "/", "é"];
+        let mut texts = vec![String::new()];
+        for _ in 0..5 {
+            let longer: Vec<String> = texts
+                .iter()
+                .flat_map(|t| alphabet.iter().map(move |c| format!("{t}{c}")))
+                .collect();
+            texts.extend(longer);
+        }
+        texts.sort();
+        texts.dedup();
+        for t in &texts {
+            assert_eq!(validate(t), validate_by_splitn(t), "{t:?}");
+        }
+        assert!(texts.len() > 300);
     }
 
     #[test]
