@@ -95,9 +95,12 @@ where
         let mut stream: Option<WatchStream<T, L::Error>> = None;
         let mut resync: Option<(Instant, Sleep)> = None;
         let mut out = machine.step(Input::Start, self.clock.now());
+        // Watch events taken from the stream without waiting (see `ReadWatch`) since the stop and
+        // resync futures were last polled.
+        let mut fast_streak = 0u32;
         loop {
             self.shared.publish(machine.last_sync_resource_version());
-            if stop.as_mut().now_or_never().is_some() {
+            if fast_streak == 0 && stop.as_mut().now_or_never().is_some() {
                 return;
             }
             if let (Some(err), Some(hook)) = (out.report.as_ref(), self.hook.as_ref()) {
@@ -136,9 +139,24 @@ where
                         (Some(t), Some((cur, _))) if *cur == t => {}
                         (Some(t), _) => resync = Some((t, self.clock.sleep_until_async(t))),
                     }
-                    match stream.as_mut() {
-                        None => Input::WatchClosed,
-                        Some(s) => {
+                    // An event already buffered in the stream is taken at once, without polling
+                    // the stop and resync futures for it: under a stream of events those polls
+                    // (waker registrations) cost as much as the rest of the loop. They are still
+                    // polled at least every FAST_STREAK events, and whenever the stream is idle.
+                    let ready = match stream.as_mut() {
+                        Some(s) if fast_streak < FAST_STREAK => s.next().now_or_never(),
+                        _ => None,
+                    };
+                    if ready.is_some() {
+                        fast_streak += 1;
+                    } else {
+                        fast_streak = 0;
+                    }
+                    match (ready, stream.as_mut()) {
+                        (Some(Some(Ok(ev))), _) => Input::Event(ev),
+                        (Some(Some(Err(e))), _) => Input::WatchFailed(e),
+                        (Some(None), _) | (None, None) => Input::WatchClosed,
+                        (None, Some(s)) => {
                             let tick = async {
                                 match resync.as_mut() {
                                     Some((_, sleep)) => sleep.await,
@@ -179,6 +197,9 @@ where
 }
 
 /// Runs `f` unless `stop` completes first (`None`).
+/// Most watch events taken without polling the stop and resync futures in a row.
+const FAST_STREAK: u32 = 64;
+
 async fn race<S, F>(stop: &mut Pin<&mut S>, f: F) -> Option<F::Output>
 where
     S: Future,
