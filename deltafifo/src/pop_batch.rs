@@ -1,6 +1,7 @@
 //! `pop_batch`: several keys per lock hand-off, for a popper that keeps up with a fast writer.
 
 use crate::core::{Next, Taken};
+use crate::fifo::State;
 use crate::spin::WriteSignal;
 use crate::{DeltaFifo, Deltas, PopError};
 use kcache_core::Meta;
@@ -58,22 +59,12 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
         mut process: impl FnMut(Deltas<T>, bool),
     ) -> Result<usize, PopError<Infallible>> {
         let max = max.max(1);
-        let mut batch = Batch {
-            fifo: self,
-            pending: VecDeque::new(),
-            done: Vec::new(),
-        };
+        let mut batch = Batch::new(self);
         let mut st = self.lock();
         let mut spun = false;
         loop {
-            match st.core.next() {
-                Next::Ready(t) => {
-                    batch.pending.push_back(t);
-                    if batch.pending.len() == max {
-                        break;
-                    }
-                }
-                _ if !batch.pending.is_empty() => break,
+            match Self::take_into(&mut st, &mut batch, max) {
+                _ if !batch.is_empty() => break,
                 Next::Closed => return Err(PopError::Closed),
                 Next::Wait if !spun && WriteSignal::spins() => {
                     spun = true;
@@ -84,24 +75,57 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
                     }
                     st = self.lock();
                 }
-                Next::Wait => {
+                Next::Wait | Next::Ready(_) => {
                     self.block(&mut st);
                     spun = false;
                 }
             }
         }
         drop(st);
-        while let Some(taken) = batch.pending.pop_front() {
-            batch.done.push(taken.key.clone());
+        Ok(batch.run(&mut process))
+    }
+
+    /// Moves up to `max - batch.pending.len()` more keys that can be handed out into `batch`,
+    /// under the held lock; the last `Next` seen when it stopped early.
+    pub(crate) fn take_into(st: &mut State<T>, batch: &mut Batch<'_, T, M>, max: usize) -> Next<T> {
+        loop {
+            if batch.pending.len() >= max {
+                return Next::Wait;
+            }
+            match st.core.next() {
+                Next::Ready(t) => batch.pending.push_back(t),
+                other => return other,
+            }
+        }
+    }
+}
+
+impl<'a, T, M: Meta<T>> Batch<'a, T, M> {
+    pub(crate) fn new(fifo: &'a DeltaFifo<T, M>) -> Self {
+        Self {
+            fifo,
+            pending: VecDeque::new(),
+            done: Vec::new(),
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    /// Hands each taken key to `process` in order; the keys are finished when `self` drops.
+    pub(crate) fn run(mut self, process: &mut impl FnMut(Deltas<T>, bool)) -> usize {
+        while let Some(taken) = self.pending.pop_front() {
+            self.done.push(taken.key.clone());
             process(taken.deltas, taken.is_in_initial_list);
         }
-        Ok(batch.done.len())
+        self.done.len()
     }
 }
 
 /// The keys of a batch: finished when dropped (after the batch, or while unwinding from a
 /// panicking process function, when the keys not yet handed out are given back instead).
-struct Batch<'a, T, M: Meta<T>> {
+pub(crate) struct Batch<'a, T, M: Meta<T>> {
     fifo: &'a DeltaFifo<T, M>,
     pending: VecDeque<Taken<T>>,
     done: Vec<kcache_core::ObjectKey>,

@@ -1,6 +1,7 @@
 //! `PopFuture`: `DeltaFifo::pop` for async callers, parked on a waker list.
 
 use crate::core::Next;
+use crate::fifo::State;
 use crate::{DeltaFifo, Deltas, PopError};
 use kcache_core::Meta;
 use std::fmt;
@@ -54,11 +55,7 @@ where
             return Poll::Ready(Err(PopError::Closed));
         };
         let mut st = this.fifo.lock();
-        if let Some(id) = this.waker_id.take() {
-            if st.wakers.remove(&id).is_some() {
-                this.fifo.publish_waiters(&st);
-            }
-        }
+        this.fifo.unpark(&mut st, &mut this.waker_id);
         loop {
             match st.core.next() {
                 Next::Ready(taken) => {
@@ -67,19 +64,10 @@ where
                 }
                 Next::Closed => return Poll::Ready(Err(PopError::Closed)),
                 Next::Wait => {
-                    let id = st.next_waker_id;
-                    st.next_waker_id = st.next_waker_id.wrapping_add(1);
-                    st.wakers.insert(id, cx.waker().clone());
-                    // Published together with a last look at the inbox (see `inbox.rs`).
-                    let waiters = st.waiters();
-                    if this.fifo.apply_inbox(&mut st, Some(waiters)) {
-                        st.wakers.remove(&id);
-                        this.fifo.publish_waiters(&st);
-                        continue;
+                    if this.fifo.park(&mut st, cx, &mut this.waker_id) {
+                        this.process = Some(process);
+                        return Poll::Pending;
                     }
-                    this.waker_id = Some(id);
-                    this.process = Some(process);
-                    return Poll::Pending;
                 }
             }
         }
@@ -88,11 +76,47 @@ where
 
 impl<T, M: Meta<T>, F> Drop for PopFuture<'_, T, M, F> {
     fn drop(&mut self) {
-        if let Some(id) = self.waker_id.take() {
-            let mut st = self.fifo.lock();
+        self.fifo.unpark_unlocked(&mut self.waker_id);
+    }
+}
+
+impl<T, M: Meta<T>> DeltaFifo<T, M> {
+    /// Registers the task's waker (lock held), publishing the waiter count with a last look at
+    /// the inbox (see `inbox.rs`). `true`: parked, return `Pending`; `false`: writes arrived
+    /// and were applied, look again (the waker is not left registered).
+    pub(crate) fn park(
+        &self,
+        st: &mut State<T>,
+        cx: &Context<'_>,
+        waker_id: &mut Option<u64>,
+    ) -> bool {
+        let id = st.next_waker_id;
+        st.next_waker_id = st.next_waker_id.wrapping_add(1);
+        st.wakers.insert(id, cx.waker().clone());
+        let waiters = st.waiters();
+        if self.apply_inbox(st, Some(waiters)) {
+            st.wakers.remove(&id);
+            self.publish_waiters(st);
+            return false;
+        }
+        *waker_id = Some(id);
+        true
+    }
+
+    /// Removes the waker `park` registered, if it is still there (lock held).
+    pub(crate) fn unpark(&self, st: &mut State<T>, waker_id: &mut Option<u64>) {
+        if let Some(id) = waker_id.take() {
             if st.wakers.remove(&id).is_some() {
-                self.fifo.publish_waiters(&st);
+                self.publish_waiters(st);
             }
+        }
+    }
+
+    /// [`unpark`](Self::unpark) for a future being dropped (takes the lock if it has to).
+    pub(crate) fn unpark_unlocked(&self, waker_id: &mut Option<u64>) {
+        if waker_id.is_some() {
+            let mut st = self.lock();
+            self.unpark(&mut st, waker_id);
         }
     }
 }

@@ -217,3 +217,21 @@ fn a_write_alone_wakes_a_parked_async_popper() {
         assert_eq!(popper.join().unwrap(), 1);
     });
 }
+
+/// The same for a parked `pop_batch_async` task.
+#[test]
+fn a_write_alone_wakes_a_parked_async_batch_popper() {
+    loom::model(|| {
+        let fifo: Arc<DeltaFifo<Obj>> = Arc::new(DeltaFifo::new());
+        let popper = {
+            let fifo = fifo.clone();
+            thread::spawn(move || {
+                let mut n = 0;
+                loom::future::block_on(fifo.pop_batch_async(4, |d, _| n += d.len())).unwrap();
+                n
+            })
+        };
+        fifo.update(obj("a", 1)).unwrap();
+        assert_eq!(popper.join().unwrap(), 1);
+    });
+}

@@ -2,6 +2,7 @@
 
 use kcache_core::{Object, ResourceVersion};
 use kcache_deltafifo::{DeltaFifo, DeltaFifoOptions, DeltaType, PopError};
+use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::thread;
@@ -223,4 +224,71 @@ fn every_handed_out_list_carries_its_key_and_equality_ignores_it() {
     let by_hand = kcache_deltafifo::Deltas::from(popped.to_vec());
     assert_eq!(by_hand.key(), None);
     assert_eq!(by_hand, popped);
+}
+
+#[test]
+fn an_async_batch_parks_until_a_write_then_takes_what_is_queued() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let fifo: Arc<DeltaFifo<Pod>> = Arc::new(DeltaFifo::new());
+    let polls = Arc::new(AtomicUsize::new(0));
+    let popper = {
+        let (fifo, polls) = (fifo.clone(), polls.clone());
+        thread::spawn(move || {
+            let mut names = Vec::new();
+            let n = {
+                let fut = fifo.pop_batch_async(2, |d, _| {
+                    names.extend(
+                        d.iter()
+                            .filter_map(|d| d.object.object())
+                            .map(|p| p.name.clone()),
+                    );
+                });
+                let mut fut = std::pin::pin!(fut);
+                futures::executor::block_on(std::future::poll_fn(|cx| {
+                    polls.fetch_add(1, Ordering::SeqCst);
+                    fut.as_mut().poll(cx)
+                }))
+                .unwrap()
+            };
+            (n, names)
+        })
+    };
+    // Wait (bounded) until the popper has parked once, then write three keys.
+    for _ in 0..2000 {
+        if polls.load(Ordering::SeqCst) > 0 {
+            break;
+        }
+        thread::yield_now();
+    }
+    for name in ["a", "b", "c"] {
+        fifo.add(pod(name, 1)).unwrap();
+    }
+    let (n, names) = popper.join().unwrap();
+    assert!((1..=2).contains(&n), "{n}");
+    assert_eq!(names[0], "a");
+    assert_eq!(fifo.len(), 3 - n, "the rest stays queued");
+    fifo.close();
+    let rest = futures::executor::block_on(fifo.pop_batch_async(8, |_, _| {})).unwrap();
+    assert_eq!(rest, 3 - n);
+    assert!(matches!(
+        futures::executor::block_on(fifo.pop_batch_async(8, |_, _| {})),
+        Err(PopError::Closed)
+    ));
+}
+
+#[test]
+fn a_dropped_async_batch_takes_nothing_and_leaves_no_waiter() {
+    use std::task::{Context, Poll};
+    let fifo: DeltaFifo<Pod> = DeltaFifo::new();
+    {
+        let mut fut = std::pin::pin!(fifo.pop_batch_async(4, |_, _| {}));
+        let waker = futures::task::noop_waker();
+        assert!(matches!(
+            fut.as_mut().poll(&mut Context::from_waker(&waker)),
+            Poll::Pending
+        ));
+    }
+    fifo.add(pod("a", 1)).unwrap();
+    assert_eq!(fifo.len(), 1);
+    assert_eq!(batch(&fifo, 4).len(), 1);
 }

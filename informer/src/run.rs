@@ -183,38 +183,44 @@ where
     }
 }
 
-/// Pops keys and applies them until the FIFO closes.
+/// Keys the pop loop takes from the FIFO per lock at most.
+const POP_BATCH: usize = 64;
+
+/// Pops keys (up to [`POP_BATCH`] per lock) and applies them until the FIFO closes.
 async fn pop_loop<T, M>(fifo: &DeltaFifo<T, M>, shared: &Shared<T, M>)
 where
     T: Send + Sync + 'static,
     M: Meta<T>,
 {
+    let apply = |deltas, is_in_initial_list| {
+        let Some(h) = &shared.metrics.latency else {
+            return shared.apply(deltas, is_in_initial_list);
+        };
+        let start = shared.clock.now();
+        let result = shared.apply(deltas, is_in_initial_list);
+        h.observe(
+            shared
+                .clock
+                .now()
+                .saturating_duration_since(start)
+                .as_secs_f64(),
+        );
+        result
+    };
     loop {
         let result = fifo
-            .pop_async(|deltas, is_in_initial_list| {
-                let Some(h) = &shared.metrics.latency else {
-                    return shared.apply(deltas, is_in_initial_list);
-                };
-                let start = shared.clock.now();
-                let result = shared.apply(deltas, is_in_initial_list);
-                h.observe(
-                    shared
-                        .clock
-                        .now()
-                        .saturating_duration_since(start)
-                        .as_secs_f64(),
-                );
-                result
+            .pop_batch_async(POP_BATCH, |deltas, is_in_initial_list| {
+                if let Err(error) = apply(deltas, is_in_initial_list) {
+                    tracing::error!(
+                        informer = %shared.name,
+                        error = %ErrorChain(&error),
+                        "cannot apply a change to the cache; the informer goes on"
+                    );
+                }
             })
             .await;
-        match result {
-            Ok(()) => {}
-            Err(PopError::Closed) => return,
-            Err(PopError::Process(error)) => tracing::error!(
-                informer = %shared.name,
-                error = %ErrorChain(&error),
-                "cannot apply a change to the cache; the informer goes on"
-            ),
+        if let Err(PopError::Closed) = result {
+            return;
         }
         // Read what was received before looking at the FIFO: every event up to it reached the
         // FIFO first, so an idle FIFO has applied them all.
