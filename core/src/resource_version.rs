@@ -18,28 +18,72 @@ use std::sync::Arc;
 /// assert_eq!(rv.as_str(), "42");
 /// assert!(ResourceVersion::default().is_empty());
 /// ```
-#[derive(Clone, PartialEq, Eq, Hash, Default)]
-pub struct ResourceVersion(Option<Arc<str>>);
+#[derive(Clone, Default)]
+pub struct ResourceVersion(Repr);
+
+/// The longest version kept inline, in bytes: every `u64` (20 digits) fits, so Kubernetes',
+/// etcd's and the memory source's versions never allocate.
+const INLINE: usize = 22;
+
+#[derive(Clone, Default)]
+enum Repr {
+    #[default]
+    Empty,
+    /// The first `len` bytes of `bytes`: a whole non-empty `str`, copied byte for byte.
+    Inline {
+        len: u8,
+        bytes: [u8; INLINE],
+    },
+    Shared(Arc<str>),
+}
 
 impl ResourceVersion {
-    /// A resource version from its text.
-    pub fn new(rv: impl Into<Arc<str>>) -> Self {
-        let rv: Arc<str> = rv.into();
+    /// A resource version from its text (kept inline, without an allocation, up to 22 bytes).
+    pub fn new(rv: impl AsRef<str>) -> Self {
+        let rv = rv.as_ref();
         if rv.is_empty() {
-            Self(None)
-        } else {
-            Self(Some(rv))
+            return Self(Repr::Empty);
+        }
+        match u8::try_from(rv.len()) {
+            Ok(len) if rv.len() <= INLINE => {
+                let mut bytes = [0; INLINE];
+                bytes[..rv.len()].copy_from_slice(rv.as_bytes());
+                Self(Repr::Inline { len, bytes })
+            }
+            _ => Self(Repr::Shared(Arc::from(rv))),
         }
     }
 
     /// The version as text (`""` when unset).
     pub fn as_str(&self) -> &str {
-        self.0.as_deref().unwrap_or("")
+        match &self.0 {
+            Repr::Empty => "",
+            // A byte-for-byte copy of a whole `str`: always UTF-8 (the fallback is never taken).
+            Repr::Inline { len, bytes } => bytes
+                .get(..usize::from(*len))
+                .and_then(|b| std::str::from_utf8(b).ok())
+                .unwrap_or_default(),
+            Repr::Shared(s) => s,
+        }
     }
 
     /// Whether the version is unset.
     pub fn is_empty(&self) -> bool {
-        self.0.is_none()
+        matches!(self.0, Repr::Empty)
+    }
+}
+
+impl PartialEq for ResourceVersion {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for ResourceVersion {}
+
+impl std::hash::Hash for ResourceVersion {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
     }
 }
 
@@ -61,6 +105,16 @@ impl From<&str> for ResourceVersion {
     }
 }
 
+impl From<Arc<str>> for ResourceVersion {
+    fn from(s: Arc<str>) -> Self {
+        if s.len() <= INLINE {
+            Self::new(&*s)
+        } else {
+            Self(Repr::Shared(s))
+        }
+    }
+}
+
 impl From<String> for ResourceVersion {
     fn from(s: String) -> Self {
         Self::new(s)
@@ -68,8 +122,28 @@ impl From<String> for ResourceVersion {
 }
 
 impl From<u64> for ResourceVersion {
+    /// The decimal text of `n`, written inline (no allocation).
     fn from(n: u64) -> Self {
-        Self::new(n.to_string())
+        let mut digits = [0u8; INLINE];
+        let mut start = INLINE;
+        let mut rest = n;
+        loop {
+            start -= 1;
+            // `rest % 10` is a single decimal digit.
+            digits[start] = b'0' + (rest % 10) as u8;
+            rest /= 10;
+            if rest == 0 {
+                break;
+            }
+        }
+        let len = INLINE - start;
+        let mut bytes = [0; INLINE];
+        bytes[..len].copy_from_slice(&digits[start..]);
+        // At most 20 digits: always fits the inline buffer.
+        Self(Repr::Inline {
+            len: len as u8,
+            bytes,
+        })
     }
 }
 
@@ -83,5 +157,54 @@ mod tests {
         assert!(ResourceVersion::from("").is_empty());
         assert!(!ResourceVersion::from("0").is_empty());
         assert_eq!(ResourceVersion::from(7u64).as_str(), "7");
+    }
+
+    #[test]
+    fn numbers_are_their_decimal_text() {
+        for n in [0, 9, 10, 99, 100, 12_345, u64::from(u32::MAX), u64::MAX] {
+            assert_eq!(ResourceVersion::from(n).as_str(), n.to_string());
+            assert_eq!(
+                ResourceVersion::from(n),
+                ResourceVersion::from(n.to_string())
+            );
+        }
+    }
+
+    #[test]
+    fn inline_and_shared_texts_compare_and_hash_by_text() {
+        use std::collections::hash_map::DefaultHasher;
+        use std::hash::{Hash, Hasher};
+        let hash = |rv: &ResourceVersion| {
+            let mut h = DefaultHasher::new();
+            rv.hash(&mut h);
+            h.finish()
+        };
+        for text in [
+            "1",
+            "é",
+            "1234567890123456789012",
+            "12345678901234567890123",
+            &"x".repeat(300),
+        ] {
+            let a = ResourceVersion::from(text);
+            let b = ResourceVersion::from(Arc::<str>::from(text));
+            let c = ResourceVersion(Repr::Shared(Arc::from(text)));
+            assert_eq!(a.as_str(), text);
+            assert_eq!(c.as_str(), text);
+            assert_eq!(a, b);
+            assert_eq!(a, c);
+            assert_eq!(hash(&a), hash(&c));
+            assert!(!a.is_empty());
+        }
+        assert_ne!(ResourceVersion::from("12"), ResourceVersion::from("1"));
+        assert_eq!(
+            ResourceVersion::from(Arc::<str>::from("")),
+            ResourceVersion::default()
+        );
+    }
+
+    #[test]
+    fn stays_small() {
+        assert_eq!(std::mem::size_of::<ResourceVersion>(), 24);
     }
 }
