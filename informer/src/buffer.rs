@@ -147,12 +147,13 @@ impl<T> Buffer<T> {
 
     /// Blocks until a notification is ready (and marks it in flight) or the buffer is closed.
     pub(crate) fn pop_blocking(&self) -> Option<Notification<T>> {
-        self.pop_locked(self.state.lock())
+        self.pop_locked(self.state.lock()).0
     }
 
     /// [`complete`](Self::complete) then [`pop_blocking`](Self::pop_blocking), under one lock
-    /// acquisition when nobody has to be told of the completion.
-    pub(crate) fn complete_and_pop(&self, initial: bool) -> Option<Notification<T>> {
+    /// acquisition when nobody has to be told of the completion. Also returns whether the pop
+    /// had to wait for a notification (the consumer times its calls without counting waits).
+    pub(crate) fn complete_and_pop(&self, initial: bool) -> (Option<Notification<T>>, bool) {
         let mut st = self.state.lock();
         st.in_flight = false;
         if initial {
@@ -161,21 +162,24 @@ impl<T> Buffer<T> {
         let waiters_due = (st.synced() || st.closed) && !st.waiters.is_empty();
         if waiters_due || st.parked > 0 {
             self.notify_waiters(st);
-            return self.pop_blocking();
+            return self.pop_locked(self.state.lock());
         }
         self.pop_locked(st)
     }
 
-    fn pop_locked(&self, mut st: MutexGuard<'_, State<T>>) -> Option<Notification<T>> {
+    /// The next notification (or `None` once closed), and whether it had to be waited for.
+    fn pop_locked(&self, mut st: MutexGuard<'_, State<T>>) -> (Option<Notification<T>>, bool) {
+        let mut waited = false;
         #[cfg(not(kcache_loom))]
         let mut spins = 0;
         loop {
             if let Some(n) = Self::take(&mut st) {
-                return Some(n);
+                return (Some(n), waited);
             }
             if st.closed {
-                return None;
+                return (None, waited);
             }
+            waited = true;
             // Before parking, give the producer a few chances to push (a yield is far cheaper
             // than the futex wake-up a push to a parked consumer costs, on both sides).
             #[cfg(not(kcache_loom))]

@@ -12,8 +12,15 @@ pub(crate) struct Sink<T, M: Meta<T>> {
 }
 
 impl<T, M: Meta<T>> Sink<T, M> {
-    /// After a write: record the version, and notice an initial population of zero keys (an
-    /// empty first list syncs without any pop).
+    /// After a write that queued a key (an add or an update): record the version. The pop loop
+    /// will take that key and then look at the FIFO's progress itself, so reading it here would
+    /// only cost a lock of the FIFO per event.
+    fn queued(&self, rv: ResourceVersion) {
+        self.shared.received(rv);
+    }
+
+    /// After a write that may have queued nothing: record the version, and notice an initial
+    /// population of zero keys (an empty first list syncs without any pop).
     fn written(&self, rv: ResourceVersion) {
         let received = self.shared.received(rv);
         let progress = self.fifo.progress();
@@ -34,14 +41,14 @@ impl<T: Send + Sync, M: Meta<T>> ReflectorStore<T> for Sink<T, M> {
     fn add(&self, obj: Arc<T>) -> Result<(), DeltaFifoError> {
         let rv = M::resource_version(&obj);
         self.fifo.add(obj)?;
-        self.written(rv);
+        self.queued(rv);
         Ok(())
     }
 
     fn update(&self, obj: Arc<T>) -> Result<(), DeltaFifoError> {
         let rv = M::resource_version(&obj);
         self.fifo.update(obj)?;
-        self.written(rv);
+        self.queued(rv);
         Ok(())
     }
 

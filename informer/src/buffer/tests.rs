@@ -221,3 +221,28 @@ mod model {
         }
     }
 }
+
+#[test]
+fn complete_and_pop_tells_whether_it_waited_for_the_next_notification() {
+    let b = Arc::new(Buffer::new(BufferMode::Ordered));
+    b.push(add("a", 1, false));
+    b.push(add("b", 2, false));
+    let n = b.pop_blocking().unwrap();
+    let (next, waited) = b.complete_and_pop(n.initial);
+    assert!(!waited, "the next notification was already queued");
+    let n = next.unwrap();
+    let consumer = {
+        let b = b.clone();
+        std::thread::spawn(move || b.complete_and_pop(n.initial))
+    };
+    // Push only once the consumer has parked on the empty queue.
+    while b.state.lock().parked == 0 {
+        std::thread::yield_now();
+    }
+    b.push(add("c", 3, false));
+    let (next, waited) = consumer.join().unwrap();
+    assert!(waited, "the queue was empty: the pop waited for the push");
+    assert_eq!(**next.unwrap().event.object().unwrap(), 3);
+    b.close();
+    assert!(b.complete_and_pop(false).0.is_none());
+}
