@@ -33,11 +33,14 @@ struct SlotState<T> {
 }
 
 /// What the stream found in its slot.
-enum Taken<T> {
-    Event(WatchEvent<T>),
+enum Taken {
+    /// The buffered events were moved into the stream's queue.
+    Events,
     Evicted(usize),
     Closed,
-    Empty { seen_rv: u64 },
+    Empty {
+        seen_rv: u64,
+    },
 }
 
 impl<T> Slot<T> {
@@ -88,13 +91,18 @@ impl<T> Slot<T> {
         self.state.lock().buffer.len()
     }
 
-    fn take(&self, waker: &Waker) -> Taken<T> {
+    /// Moves every buffered event into `into` (which must be empty) at once, so the stream
+    /// takes the slot's lock once per batch rather than once per event; the two buffers trade
+    /// places, so neither allocates again.
+    fn take(&self, waker: &Waker, into: &mut VecDeque<WatchEvent<T>>) -> Taken {
         let mut st = self.state.lock();
         if st.evicted {
             return Taken::Evicted(st.capacity);
         }
-        if let Some(event) = st.buffer.pop_front() {
-            return Taken::Event(event);
+        if !st.buffer.is_empty() {
+            debug_assert!(into.is_empty());
+            std::mem::swap(&mut st.buffer, into);
+            return Taken::Events;
         }
         if st.source_closed {
             return Taken::Closed;
@@ -113,9 +121,11 @@ pub(crate) struct Watch<T> {
     shared: Arc<Shared<T>>,
     id: u64,
     slot: Arc<Slot<T>>,
-    /// Events decided when the watch opened (history replay, or initial events and their end
-    /// bookmark); they go out before the live ones.
-    replay: VecDeque<WatchEvent<T>>,
+    /// Events to hand out before looking at the slot again: first those decided when the
+    /// watch opened (history replay, or initial events and their end bookmark), then each batch
+    /// of live events taken from the slot. An evicted watcher still hands out the batch it
+    /// took, then reports the eviction.
+    queue: VecDeque<WatchEvent<T>>,
     timeout: Option<Sleep>,
     bookmarks: Option<(Sleep, Duration)>,
     clock: Arc<dyn Clock>,
@@ -140,7 +150,7 @@ impl<T> Watch<T> {
             shared,
             id,
             slot,
-            replay,
+            queue: replay,
             timeout,
             bookmarks,
             clock,
@@ -163,11 +173,18 @@ impl<T> Stream for Watch<T> {
                 return Poll::Ready(None);
             }
         }
-        if let Some(event) = this.replay.pop_front() {
+        if let Some(event) = this.queue.pop_front() {
             return Poll::Ready(Some(Ok(event)));
         }
-        let seen_rv = match this.slot.take(cx.waker()) {
-            Taken::Event(event) => return Poll::Ready(Some(Ok(event))),
+        let seen_rv = match this.slot.take(cx.waker(), &mut this.queue) {
+            Taken::Events => {
+                if let Some(event) = this.queue.pop_front() {
+                    return Poll::Ready(Some(Ok(event)));
+                }
+                // `take` only moves a non-empty buffer; poll again to be safe.
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
             Taken::Evicted(capacity) => {
                 this.finish();
                 return Poll::Ready(Some(Err(MemoryError::Evicted { capacity })));
@@ -196,7 +213,7 @@ impl<T> Stream for Watch<T> {
 impl<T> Watch<T> {
     fn finish(&mut self) {
         self.done = true;
-        self.replay.clear();
+        self.queue.clear();
         self.timeout = None;
         self.bookmarks = None;
         self.shared.remove_watcher(self.id);
