@@ -25,7 +25,7 @@ impl<T: Send + Sync + 'static, M: Meta<T>> Shared<T, M> {
         deltas: Deltas<T>,
         is_in_initial_list: bool,
     ) -> Result<(), StoreError> {
-        let dispatch = self.processor.lock();
+        let mut dispatch = self.processor.lock();
         // Every list the FIFO hands out carries its key; build it only for one made by hand.
         let key = deltas.key().cloned();
         for delta in deltas {

@@ -115,21 +115,34 @@ impl<T> Buffer<T> {
 
     /// Queues `n` for the consumer. Returns false (and drops `n`) once closed.
     pub(crate) fn push(&self, n: Notification<T>) -> bool {
-        let mut st = self.state.lock();
-        if st.closed {
+        self.push_all(std::iter::once(n))
+    }
+
+    /// Queues every notification of `batch`, in order, under one lock, emptying `batch`.
+    /// Returns false (and drops them) once closed.
+    pub(crate) fn push_batch(&self, batch: &mut Vec<Notification<T>>) -> bool {
+        self.push_all(batch.drain(..))
+    }
+
+    fn push_all(&self, batch: impl Iterator<Item = Notification<T>>) -> bool {
+        let mut guard = self.state.lock();
+        if guard.closed {
             return false;
         }
-        if n.initial {
-            st.initial_outstanding += 1;
-        }
-        let resolved = match &mut st.queue {
-            Queue::Ordered(q) => {
-                q.push_back(n);
-                0
+        let st = &mut *guard;
+        for n in batch {
+            if n.initial {
+                st.initial_outstanding += 1;
             }
-            Queue::Coalescing(q) => q.push(n),
-        };
-        st.initial_outstanding = st.initial_outstanding.saturating_sub(resolved);
+            let resolved = match &mut st.queue {
+                Queue::Ordered(q) => {
+                    q.push_back(n);
+                    0
+                }
+                Queue::Coalescing(q) => q.push(n),
+            };
+            st.initial_outstanding = st.initial_outstanding.saturating_sub(resolved);
+        }
         let consumer = st.consumer_waker.take();
         let waiters = if st.synced() {
             std::mem::take(&mut st.waiters)
@@ -137,7 +150,7 @@ impl<T> Buffer<T> {
             Vec::new()
         };
         let parked = st.parked > 0;
-        drop(st);
+        drop(guard);
         if parked {
             self.cond.notify_all();
         }

@@ -50,6 +50,13 @@ impl<T> Listener<T> {
         }
     }
 
+    /// Queues a batch of notifications in order, emptying `batch` (never blocks on the handler).
+    pub(crate) fn push_batch(&self, batch: &mut Vec<Notification<T>>) {
+        if self.buffer.push_batch(batch) {
+            self.update_gauge();
+        }
+    }
+
     pub(crate) fn update_gauge(&self) {
         if let Some(g) = &self.gauge {
             #[allow(clippy::cast_precision_loss, reason = "a gauge")]

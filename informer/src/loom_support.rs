@@ -52,13 +52,17 @@ impl<T> Dispatcher<T> {
                 is_in_initial_list,
             },
         );
-        self.processor.lock().distribute(&n, false);
+        let mut d = self.processor.lock();
+        d.distribute(&n, false);
+        d.flush();
     }
 
     /// Distributes an update to every listener.
     pub fn dispatch_update(&self, key: &ObjectKey, old: Arc<T>, new: Arc<T>) {
         let n = Notification::new(key.clone(), Event::Updated { old, new });
-        self.processor.lock().distribute(&n, false);
+        let mut d = self.processor.lock();
+        d.distribute(&n, false);
+        d.flush();
     }
 
     /// Marks the informer synced.

@@ -4,6 +4,13 @@
 //! deltas to the cache and distributes them, and handler registration holds it while it replays
 //! the cache to a new handler. So a new handler sees every object exactly once: either in the
 //! replay or as a later notification.
+//!
+//! Distributing stages each notification per listener; [`Dispatch::flush`] hands the staged
+//! ones to the buffers, one lock of each buffer per batch instead of per notification. The pop
+//! loop flushes after every batch of keys it takes from the FIFO, and the processor flushes
+//! before anything that must see the buffers complete: marking the informer synced (a
+//! handler's sync counts its staged initial notifications only once they are in its buffer) and
+//! registering a listener.
 
 use crate::event::Notification;
 use crate::listener::Listener;
@@ -21,6 +28,8 @@ struct Entry<T> {
     next_resync: Instant,
     /// Whether RV-unchanged updates currently reach this handler.
     syncing: bool,
+    /// Notifications distributed and not yet flushed into the listener's buffer.
+    staged: Vec<Notification<T>>,
 }
 
 /// The dispatcher's state, behind the processor's lock.
@@ -94,6 +103,7 @@ impl<T> Dispatch<T> {
     /// Registers a listener (its resync request already adjusted). It starts flagged as
     /// syncing, as in client-go. If the informer has synced, so has its upstream.
     pub(crate) fn add(&mut self, listener: Arc<Listener<T>>, requested: Duration, now: Instant) {
+        self.flush();
         let period = effective_period(requested, self.check_period);
         if self.synced {
             listener.buffer.set_upstream_synced();
@@ -104,6 +114,7 @@ impl<T> Dispatch<T> {
             period,
             next_resync: kcache_core::saturating_add(now, period),
             syncing: true,
+            staged: Vec::new(),
         });
     }
 
@@ -113,12 +124,21 @@ impl<T> Dispatch<T> {
         Some(self.entries.swap_remove(i).listener)
     }
 
-    /// Hands `n` to every listener; an RV-unchanged update (`is_sync`) only to those whose
-    /// resync is due.
-    pub(crate) fn distribute(&self, n: &Notification<T>, is_sync: bool) {
-        for e in &self.entries {
+    /// Stages `n` for every listener; an RV-unchanged update (`is_sync`) only for those whose
+    /// resync is due. The listeners get it at the next [`flush`](Self::flush).
+    pub(crate) fn distribute(&mut self, n: &Notification<T>, is_sync: bool) {
+        for e in &mut self.entries {
             if !is_sync || e.syncing {
-                e.listener.push(n.clone());
+                e.staged.push(n.clone());
+            }
+        }
+    }
+
+    /// Hands every staged notification to its listener's buffer, in order.
+    pub(crate) fn flush(&mut self) {
+        for e in &mut self.entries {
+            if !e.staged.is_empty() {
+                e.listener.push_batch(&mut e.staged);
             }
         }
     }
@@ -140,6 +160,7 @@ impl<T> Dispatch<T> {
 
     /// Marks the informer synced and tells every listener.
     pub(crate) fn set_synced(&mut self) {
+        self.flush();
         if !self.synced {
             self.synced = true;
             for e in &self.entries {
@@ -148,7 +169,7 @@ impl<T> Dispatch<T> {
         }
     }
 
-    /// Stops: closes every listener's buffer (undelivered notifications are dropped).
+    /// Stops: closes every listener's buffer (undelivered and staged notifications are dropped).
     pub(crate) fn stop(&mut self) {
         self.stopped = true;
         for e in self.entries.drain(..) {
@@ -167,5 +188,71 @@ impl<T> Dispatch<T> {
             .iter()
             .find(|e| e.listener.id == id)
             .map(|e| e.period)
+    }
+}
+
+#[cfg(all(test, not(kcache_loom)))]
+mod tests {
+    use super::*;
+    use crate::buffer::{Buffer, BufferMode};
+    use crate::event::Event;
+    use kcache_core::ObjectKey;
+
+    fn dispatch_with_listener() -> (Processor<u32>, Arc<Listener<u32>>) {
+        let processor = Processor::new(Duration::ZERO);
+        let listener = Arc::new(Listener::new(
+            1,
+            Arc::from("test"),
+            Buffer::new(BufferMode::Ordered),
+            None,
+        ));
+        processor
+            .lock()
+            .add(listener.clone(), Duration::ZERO, kcache_core::far_future());
+        (processor, listener)
+    }
+
+    fn initial_add(v: u32) -> Notification<u32> {
+        Notification::new(
+            ObjectKey::new(format!("ns/o{v}").as_str()).unwrap(),
+            Event::Added {
+                obj: Arc::new(v),
+                is_in_initial_list: true,
+            },
+        )
+    }
+
+    #[test]
+    fn distributed_notifications_reach_the_buffer_at_the_flush_in_order() {
+        let (processor, listener) = dispatch_with_listener();
+        let mut d = processor.lock();
+        for v in 0..3 {
+            d.distribute(&initial_add(v), false);
+        }
+        assert_eq!(listener.buffer.pending(), 0, "staged, not yet flushed");
+        d.flush();
+        assert_eq!(listener.buffer.pending(), 3);
+        drop(d);
+        for v in 0..3 {
+            let n = listener.buffer.pop_blocking().unwrap();
+            assert_eq!(**n.event.object().unwrap(), v);
+            listener.buffer.complete(n.initial);
+        }
+    }
+
+    #[test]
+    fn marking_synced_flushes_first_so_staged_initial_adds_hold_the_handler_unsynced() {
+        let (processor, listener) = dispatch_with_listener();
+        let mut d = processor.lock();
+        d.distribute(&initial_add(7), false);
+        d.set_synced();
+        drop(d);
+        assert!(
+            !listener.buffer.has_synced(),
+            "its initial add is not delivered yet"
+        );
+        let n = listener.buffer.pop_blocking().unwrap();
+        listener.buffer.complete(n.initial);
+        assert!(listener.buffer.has_synced());
     }
 }

@@ -219,6 +219,8 @@ where
                 }
             })
             .await;
+        // The batch's notifications go to the handlers' buffers together.
+        shared.processor.lock().flush();
         if let Err(PopError::Closed) = result {
             return;
         }
