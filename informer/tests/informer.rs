@@ -275,6 +275,53 @@ async fn a_removed_handler_receives_nothing_more() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handler_removed_mid_call_gets_none_of_its_queued_notifications() {
+    let (clock, src) = source();
+    for i in 0..10 {
+        src.create(Pod::new(&format!("p{i}"), 0)).unwrap();
+    }
+    let inf = informer(&clock, &src, Duration::ZERO);
+    // The first call blocks until the gate opens; the other nine initial adds wait in the
+    // handler's buffer meanwhile.
+    let gate = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (g, c) = (gate.clone(), calls.clone());
+    let reg = inf
+        .add_event_handler(HandlerFuncs::new().add_func(move |_: &Arc<Pod>, _| {
+            if c.fetch_add(1, Ordering::SeqCst) == 0 {
+                let (lock, cv) = &*g;
+                let mut open = lock.lock().unwrap();
+                while !*open {
+                    open = cv.wait(open).unwrap();
+                }
+            }
+        }))
+        .unwrap();
+    let running = run(&inf);
+    synced(&inf).await;
+    tokio::time::timeout(WAIT, async {
+        while calls.load(Ordering::SeqCst) == 0 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .unwrap();
+    assert!(reg.remove());
+    {
+        let (lock, cv) = &*gate;
+        *lock.lock().unwrap() = true;
+        cv.notify_all();
+    }
+    tokio::task::block_in_place(|| reg.remove_and_wait()).unwrap();
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "only the call in progress finished"
+    );
+    running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_event_stream_yields_the_notifications_and_ends_at_stop() {
     use futures::StreamExt;
     let (clock, src) = source();
