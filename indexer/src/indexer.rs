@@ -101,8 +101,7 @@ impl<T, M: Meta<T>> Indexer<T, M> {
     /// [`StoreError::Key`] or [`StoreError::IndexFunc`]; the store is unchanged.
     pub fn update(&self, obj: Arc<T>) -> Result<(), StoreError> {
         let key = M::key(&obj)?;
-        let rv = Self::recorded_rv(&obj);
-        Ok(self.store.write(key, obj, rv, Some(TypeId::of::<M>()))?)
+        self.insert_with_key(key, obj).map(drop)
     }
 
     /// [`update`](Self::update) with the key already computed, for a caller that has it (an
@@ -112,6 +111,39 @@ impl<T, M: Meta<T>> Indexer<T, M> {
     /// # Errors
     /// [`StoreError::IndexFunc`]; the store is unchanged.
     pub fn update_with_key(&self, key: ObjectKey, obj: Arc<T>) -> Result<(), StoreError> {
+        self.insert_with_key(key, obj).map(drop)
+    }
+
+    /// [`update_with_key`](Self::update_with_key) that returns the object it replaced, if any:
+    /// one lookup and one lock where a [`get_by_key`](Self::get_by_key) then an update take two
+    /// (an informer deciding between an add and an update).
+    ///
+    /// # Errors
+    /// [`StoreError::IndexFunc`]; the store is unchanged.
+    ///
+    /// # Examples
+    /// ```
+    /// # use kcache_core::{Object, ObjectKey, ResourceVersion};
+    /// # use kcache_indexer::Indexer;
+    /// # use std::sync::Arc;
+    /// # struct Pod(&'static str, u32);
+    /// # impl Object for Pod {
+    /// #     fn namespace(&self) -> Option<&str> { Some("default") }
+    /// #     fn name(&self) -> &str { self.0 }
+    /// #     fn resource_version(&self) -> ResourceVersion { self.1.to_string().into() }
+    /// # }
+    /// let cache: Indexer<Pod> = Indexer::new();
+    /// let key = ObjectKey::new("default/web")?;
+    /// assert!(cache.insert_with_key(key.clone(), Arc::new(Pod("web", 1)))?.is_none());
+    /// let old = cache.insert_with_key(key, Arc::new(Pod("web", 2)))?;
+    /// assert_eq!(old.map(|p| p.1), Some(1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn insert_with_key(
+        &self,
+        key: ObjectKey,
+        obj: Arc<T>,
+    ) -> Result<Option<Arc<T>>, StoreError> {
         let rv = Self::recorded_rv(&obj);
         Ok(self.store.write(key, obj, rv, Some(TypeId::of::<M>()))?)
     }

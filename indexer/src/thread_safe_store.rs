@@ -159,7 +159,7 @@ impl<T> ThreadSafeStore<T> {
     /// # Errors
     /// An [`IndexFuncError`] if an index function fails on `obj`; the store is unchanged.
     pub fn add(&self, key: ObjectKey, obj: Arc<T>) -> Result<(), IndexFuncError> {
-        self.write(key, obj, None, None)
+        self.write(key, obj, None, None).map(drop)
     }
 
     /// Stores `obj` under `key`, replacing and re-indexing any object stored there.
@@ -167,7 +167,7 @@ impl<T> ThreadSafeStore<T> {
     /// # Errors
     /// An [`IndexFuncError`] if an index function fails on `obj`; the store is unchanged.
     pub fn update(&self, key: ObjectKey, obj: Arc<T>) -> Result<(), IndexFuncError> {
-        self.write(key, obj, None, None)
+        self.write(key, obj, None, None).map(drop)
     }
 
     /// Writes `obj` under `key`; `accessor` names the [`Meta`](kcache_core::Meta) that computed
@@ -178,16 +178,15 @@ impl<T> ThreadSafeStore<T> {
         obj: Arc<T>,
         rv: Option<ResourceVersion>,
         accessor: Option<TypeId>,
-    ) -> Result<(), IndexFuncError> {
+    ) -> Result<Option<Arc<T>>, IndexFuncError> {
         let mut guard = self.state.write();
         let old = guard.write(key.as_str(), obj, accessor)?;
         if let Some(rv) = rv {
             guard.rv = rv;
         }
         drop(guard);
-        drop(old);
         drop(key); // the store keeps a copy of the text: the caller's key is freed unlocked
-        Ok(())
+        Ok(old)
     }
 
     /// Removes the object under `key` and its index entries (the ones recorded when it was

@@ -44,15 +44,13 @@ impl<T: Send + Sync + 'static, M: Meta<T>> Shared<T, M> {
                 }
                 (_, DeltaObject::Object(obj)) => {
                     let key = key.clone().map_or_else(|| M::key(&obj), Ok)?;
-                    match self.indexer.get_by_key(&key) {
+                    match self.indexer.insert_with_key(key.clone(), obj.clone())? {
                         Some(old) => {
-                            self.indexer.update_with_key(key.clone(), obj.clone())?;
                             let is_sync = M::same_resource_version(&old, &obj);
                             let event = Event::Updated { old, new: obj };
                             dispatch.distribute(&Notification::new(key, event), is_sync);
                         }
                         None => {
-                            self.indexer.update_with_key(key.clone(), obj.clone())?;
                             let event = Event::Added {
                                 obj,
                                 is_in_initial_list,
