@@ -55,6 +55,18 @@ pub(crate) struct Inbox<T> {
     pub(crate) waiters: usize,
 }
 
+/// Writes an inbox buffer keeps room for however small the bursts are.
+const INBOX_KEEP: usize = 1024;
+
+/// After `applied` writes were drained from `buf`: releases the room of a past burst (the
+/// inbox and its spare trade places, so each is checked when drained), once it is four times
+/// what this batch needed. A steady stream keeps its capacity; a burst's memory goes back.
+fn shrink_after_burst<T>(buf: &mut Vec<T>, applied: usize) {
+    if buf.capacity() > INBOX_KEEP && applied < buf.capacity() / 4 {
+        buf.shrink_to(INBOX_KEEP.max(applied));
+    }
+}
+
 impl<T> Default for Inbox<T> {
     fn default() -> Self {
         Self {
@@ -100,6 +112,7 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
             std::mem::swap(&mut inbox.ops, &mut st.spare);
         }
         let State { core, spare, .. } = st;
+        let applied = spare.len();
         for op in spare.drain(..) {
             match op {
                 Op::Add(key, obj) => core.add(key, obj),
@@ -109,6 +122,7 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
                 }
             }
         }
+        shrink_after_burst(spare, applied);
         true
     }
 
@@ -127,5 +141,57 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
         }
         st.blocked -= 1;
         self.publish_waiters(st);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_burst_buffer_shrinks_once_batches_are_small_again() {
+        let mut buf: Vec<u64> = Vec::with_capacity(100_000);
+        shrink_after_burst(&mut buf, 90_000);
+        assert!(
+            buf.capacity() >= 100_000,
+            "a batch that used the room keeps it"
+        );
+        shrink_after_burst(&mut buf, 10);
+        assert!(buf.capacity() >= INBOX_KEEP && buf.capacity() < 2 * INBOX_KEEP);
+        let mut small: Vec<u64> = Vec::with_capacity(INBOX_KEEP);
+        shrink_after_burst(&mut small, 0);
+        assert_eq!(small.capacity(), INBOX_KEEP, "small buffers are left alone");
+    }
+
+    #[test]
+    fn a_fifo_gives_back_the_inbox_room_of_a_burst() {
+        struct Obj(String);
+        impl kcache_core::Object for Obj {
+            fn namespace(&self) -> Option<&str> {
+                None
+            }
+            fn name(&self) -> &str {
+                &self.0
+            }
+            fn resource_version(&self) -> kcache_core::ResourceVersion {
+                kcache_core::ResourceVersion::default()
+            }
+        }
+        let fifo: DeltaFifo<Obj> = DeltaFifo::new();
+        let room = |fifo: &DeltaFifo<Obj>| {
+            let st = fifo.lock();
+            let inbox = fifo.inbox.lock().ops.capacity();
+            inbox.max(st.spare.capacity())
+        };
+        for i in 0..20_000 {
+            fifo.update(Arc::new(Obj(format!("o{}", i % 10)))).unwrap();
+        }
+        assert!(room(&fifo) >= 20_000, "the burst is in the inbox's buffer");
+        // Two small batches: each buffer is drained once more.
+        for _ in 0..2 {
+            fifo.update(Arc::new(Obj("o1".into()))).unwrap();
+            assert_eq!(fifo.len(), 10);
+        }
+        assert!(room(&fifo) < 2 * INBOX_KEEP, "room left: {}", room(&fifo));
     }
 }
