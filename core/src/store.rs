@@ -37,6 +37,16 @@ pub trait ReflectorStore<T>: Send + Sync {
     /// The store's error.
     fn replace(&self, objects: Vec<Arc<T>>, rv: ResourceVersion) -> Result<(), Self::Error>;
 
+    /// Whether `error`, returned by [`replace`](Self::replace), still left the store holding
+    /// every listed object it could take, as of the list's version (it refused some, say on an
+    /// index function's failure). The reflector then reports the error and goes on to watch:
+    /// relisting would only fail the same way, keeping the whole store stale. The default: no
+    /// (the store kept its old content, and the reflector relists after a backoff).
+    fn replace_applied(&self, error: &Self::Error) -> bool {
+        let _ = error;
+        false
+    }
+
     /// The periodic resync tick.
     ///
     /// # Errors

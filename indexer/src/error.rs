@@ -64,7 +64,8 @@ pub enum AddIndexersError {
     IndexFunc(#[from] IndexFuncError),
 }
 
-/// Why a write to an [`Indexer`](crate::Indexer) changed nothing.
+/// Why a write to an [`Indexer`](crate::Indexer) changed nothing (or, for
+/// [`Refused`](Self::Refused), left some listed objects out).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
@@ -74,6 +75,14 @@ pub enum StoreError {
     /// An index function failed on the object.
     #[error(transparent)]
     IndexFunc(#[from] IndexFuncError),
+    /// [`replace_skipping_refused`](crate::Indexer::replace_skipping_refused) stored every
+    /// listed object but these (their key or an index function failed): unlike the other
+    /// variants, the store *did* change.
+    #[error("the replace left out {} listed object(s) it could not store", .refused.len())]
+    Refused {
+        /// Why each left-out object was refused.
+        refused: Vec<StoreError>,
+    },
 }
 
 #[cfg(test)]

@@ -163,15 +163,78 @@ impl<T, M: Meta<T>> Indexer<T, M> {
     ///
     /// # Errors
     /// [`StoreError::Key`] if any object has no key, [`StoreError::IndexFunc`] if an index
-    /// function fails on one; the store is then unchanged.
+    /// function fails on one; the store is then unchanged. (To store the rest anyway, use
+    /// [`replace_skipping_refused`](Self::replace_skipping_refused).)
     pub fn replace(&self, objects: Vec<Arc<T>>, rv: ResourceVersion) -> Result<(), StoreError> {
         let items = objects
             .into_iter()
             .map(|obj| M::key(&obj).map(|key| (key, obj)))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(self
+        self.store
+            .replace_with(items, rv, Some(TypeId::of::<M>()), false)?;
+        Ok(())
+    }
+
+    /// [`replace`](Self::replace), but an object whose key or index function fails is left
+    /// out instead of failing the whole replace: every other object is stored, as of `rv`.
+    /// This is what a [`Reflector`](kcache_core::ReflectorStore) feeding the indexer uses, so a
+    /// single bad object does not keep the whole cache stale (a relist would fail the same way).
+    ///
+    /// # Errors
+    /// [`StoreError::Refused`] with one error per left-out object; the rest *was* stored.
+    /// [`StoreError::IndexFunc`] if an index function failed during the rebuild but on no
+    /// object when asked again (a function that is not deterministic); the store is then
+    /// unchanged.
+    ///
+    /// # Examples
+    /// ```
+    /// # use kcache_core::{Object, ResourceVersion};
+    /// # use kcache_indexer::{Indexer, Indexers, StoreError};
+    /// # use std::sync::Arc;
+    /// # struct Pod(&'static str, &'static str);
+    /// # impl Object for Pod {
+    /// #     fn namespace(&self) -> Option<&str> { Some("default") }
+    /// #     fn name(&self) -> &str { self.0 }
+    /// #     fn resource_version(&self) -> ResourceVersion { ResourceVersion::default() }
+    /// # }
+    /// let cache: Indexer<Pod> = Indexer::new();
+    /// cache.add_indexers(Indexers::new().with("app", |p: &Pod| match p.1 {
+    ///     "" => Err("no app label".into()),
+    ///     app => Ok(vec![app.to_string()]),
+    /// }))?;
+    /// let listed = vec![Arc::new(Pod("a", "web")), Arc::new(Pod("b", ""))];
+    /// let err = cache.replace_skipping_refused(listed, "7".into()).unwrap_err();
+    /// assert!(matches!(err, StoreError::Refused { ref refused } if refused.len() == 1));
+    /// assert!(cache.get_by_key("default/a").is_some());
+    /// assert!(cache.get_by_key("default/b").is_none());
+    /// assert_eq!(cache.last_store_sync_resource_version().as_str(), "7");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn replace_skipping_refused(
+        &self,
+        objects: Vec<Arc<T>>,
+        rv: ResourceVersion,
+    ) -> Result<(), StoreError> {
+        let mut refused = Vec::new();
+        let items: Vec<_> = objects
+            .into_iter()
+            .filter_map(|obj| match M::key(&obj) {
+                Ok(key) => Some((key, obj)),
+                Err(e) => {
+                    refused.push(StoreError::Key(e));
+                    None
+                }
+            })
+            .collect();
+        let failed = self
             .store
-            .replace_with(items, rv, Some(TypeId::of::<M>()))?)
+            .replace_with(items, rv, Some(TypeId::of::<M>()), true)?;
+        refused.extend(failed.into_iter().map(StoreError::IndexFunc));
+        if refused.is_empty() {
+            Ok(())
+        } else {
+            Err(StoreError::Refused { refused })
+        }
     }
 
     /// The stored object with the same key as `obj` (client-go's `Get`).
@@ -289,8 +352,15 @@ impl<T: Send + Sync, M: Meta<T>> ReflectorStore<T> for Indexer<T, M> {
         Ok(())
     }
 
+    /// [`replace_skipping_refused`](Indexer::replace_skipping_refused): objects the indexer
+    /// cannot store are left out and reported ([`replace_applied`](Self::replace_applied)
+    /// tells the reflector the rest was stored, so it goes on watching).
     fn replace(&self, objects: Vec<Arc<T>>, rv: ResourceVersion) -> Result<(), StoreError> {
-        Indexer::replace(self, objects, rv)
+        Indexer::replace_skipping_refused(self, objects, rv)
+    }
+
+    fn replace_applied(&self, error: &StoreError) -> bool {
+        matches!(error, StoreError::Refused { .. })
     }
 
     /// A no-op, as in client-go: the store has nothing to resync.

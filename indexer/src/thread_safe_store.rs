@@ -221,15 +221,18 @@ impl<T> ThreadSafeStore<T> {
     where
         I: IntoIterator<Item = (ObjectKey, Arc<T>)>,
     {
-        self.replace_with(items, rv, None)
+        self.replace_with(items, rv, None, false).map(drop)
     }
 
+    /// [`replace`](Self::replace). When `refuse` is set, objects an index function fails on
+    /// are left out instead (the rest is stored) and their failures returned.
     pub(crate) fn replace_with<I>(
         &self,
         items: I,
         rv: ResourceVersion,
         accessor: Option<TypeId>,
-    ) -> Result<(), IndexFuncError>
+        refuse: bool,
+    ) -> Result<Vec<IndexFuncError>, IndexFuncError>
     where
         I: IntoIterator<Item = (ObjectKey, Arc<T>)>,
     {
@@ -243,19 +246,54 @@ impl<T> ThreadSafeStore<T> {
                 }
             }
         }
+        let mut refused = Vec::new();
         let mut guard = self.state.write();
         let state = &mut *guard;
         let mut scratch = std::mem::take(&mut state.scratch);
-        let rebuilt = state
-            .indexes
-            .iter()
-            .map(|ix| {
-                let slots = new.iter().map(|(id, s)| (id, s.key.as_str(), s.obj));
-                ix.build(slots, accessor, &mut scratch)
-            })
-            .collect::<Result<Vec<_>, _>>();
+        let rebuilt = loop {
+            let rebuilt = state
+                .indexes
+                .iter()
+                .map(|ix| {
+                    let slots = new.iter().map(|(id, s)| (id, s.key.as_str(), s.obj));
+                    ix.build(slots, accessor, &mut scratch)
+                })
+                .collect::<Result<Vec<_>, _>>();
+            match rebuilt {
+                Err(e) if refuse && refused.is_empty() => {
+                    // The failure path only: find every object some index function fails on,
+                    // leave them out, and build once more.
+                    let failing: Vec<(Id, IndexFuncError)> = new
+                        .iter()
+                        .filter_map(|(id, s)| {
+                            let key = Some(s.key.as_str());
+                            let failed = state
+                                .indexes
+                                .iter()
+                                .find_map(|ix| ix.compute(s.obj, key).err());
+                            failed.map(|e| (id, e))
+                        })
+                        .collect();
+                    if failing.is_empty() {
+                        // The function failed only once: nothing to leave out.
+                        break Err(e);
+                    }
+                    for (id, error) in failing {
+                        replaced.extend(new.remove(id).map(|(_, obj)| obj));
+                        refused.push(error);
+                    }
+                }
+                other => break other,
+            }
+        };
         state.scratch = scratch;
-        let rebuilt = rebuilt?;
+        let rebuilt = match rebuilt {
+            Ok(rebuilt) => rebuilt,
+            Err(e) => {
+                drop(guard);
+                return Err(e);
+            }
+        };
         for (ix, data) in state.indexes.iter_mut().zip(rebuilt) {
             ix.data = data;
         }
@@ -264,7 +302,7 @@ impl<T> ThreadSafeStore<T> {
         drop(guard);
         drop(old); // the old items (and maybe the last handles to old objects) freed unlocked
         drop(replaced);
-        Ok(())
+        Ok(refused)
     }
 
     /// Records that the source reached `rv` with nothing to change (a watch bookmark).

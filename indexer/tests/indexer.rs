@@ -328,3 +328,77 @@ fn update_with_key_stores_indexes_and_records_the_version_like_update() {
         plain.last_store_sync_resource_version()
     );
 }
+
+#[test]
+fn replace_skipping_refused_stores_everything_else_and_names_what_it_left_out() {
+    let strict = Indexer::<Pod>::with_indexers(Indexers::new().with("app", refuse_bad));
+    let listed = || {
+        vec![
+            pod("ns", "a").label("app", "web").rv("2").arc(),
+            pod("ns", "bad").label("app", "bad").rv("3").arc(),
+            pod("ns", "").rv("4").arc(),
+            pod("ns", "b").label("app", "db").rv("5").arc(),
+        ]
+    };
+    // The all-or-nothing form refuses the whole list.
+    assert!(strict.replace(listed(), "9".into()).is_err());
+    assert!(strict.is_empty());
+
+    let lenient = Indexer::<Pod>::with_indexers(Indexers::new().with("app", refuse_bad));
+    lenient.add(pod("ns", "old").rv("1").arc()).unwrap();
+    let err = lenient
+        .replace_skipping_refused(listed(), "9".into())
+        .unwrap_err();
+    let StoreError::Refused { refused } = err else {
+        panic!("expected Refused, got {err:?}");
+    };
+    assert_eq!(refused.len(), 2);
+    assert!(refused.iter().any(|e| matches!(e, StoreError::Key(_))));
+    assert!(refused.iter().any(
+        |e| matches!(e, StoreError::IndexFunc(f) if f.key.as_ref().map(|k| k.as_str()) == Some("ns/bad"))
+    ));
+    assert_eq!(
+        sorted_names(lenient.list()),
+        ["a", "b"],
+        "old is gone, a and b stored"
+    );
+    assert_eq!(sorted_names(lenient.by_index("app", "db").unwrap()), ["b"]);
+    assert_eq!(lenient.last_store_sync_resource_version().as_str(), "9");
+    assert!(ReflectorStore::replace_applied(
+        &lenient,
+        &StoreError::Refused { refused: vec![] }
+    ));
+    // A clean list is simply stored.
+    lenient
+        .replace_skipping_refused(vec![pod("ns", "c").label("app", "x").arc()], "10".into())
+        .unwrap();
+    assert_eq!(sorted_names(lenient.list()), ["c"]);
+}
+
+fn refuse_bad(p: &Pod) -> Result<Vec<String>, BoxError> {
+    match p.labels.get("app").map(String::as_str) {
+        Some("bad") => Err("bad app".into()),
+        other => Ok(other.map(str::to_owned).into_iter().collect()),
+    }
+}
+
+#[test]
+fn a_function_that_fails_only_once_leaves_the_store_unchanged() {
+    let calls = std::sync::atomic::AtomicUsize::new(0);
+    let calls = Arc::new(calls);
+    let c = calls.clone();
+    let store = Indexer::<Pod>::with_indexers(Indexers::new().with("flaky", move |_: &Pod| {
+        if c.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+            Err("once".into())
+        } else {
+            Ok(vec![])
+        }
+    }));
+    store.bookmark("1".into());
+    let err = store
+        .replace_skipping_refused(vec![pod("ns", "a").arc()], "2".into())
+        .unwrap_err();
+    assert!(matches!(err, StoreError::IndexFunc(_)));
+    assert!(store.is_empty());
+    assert_eq!(store.last_store_sync_resource_version().as_str(), "1");
+}

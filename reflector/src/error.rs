@@ -78,7 +78,10 @@ pub enum ReflectorError<E, SE> {
     #[error("watch ended with an error")]
     Watch(#[source] E),
     /// A store call failed. Failures of add/update/delete/bookmark are reported and the watch goes
-    /// on (as in client-go); a failed replace or resync ends the cycle and the reflector relists.
+    /// on (as in client-go); a failed replace or resync ends the cycle and the reflector relists,
+    /// except a replace the store says it applied all the same
+    /// ([`ReflectorStore::replace_applied`](kcache_core::ReflectorStore::replace_applied): it
+    /// left out objects it cannot store): that is reported and the watch starts.
     #[error("store {operation} failed")]
     Store {
         /// The failed call.

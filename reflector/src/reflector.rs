@@ -2,7 +2,7 @@
 
 use crate::handle::{ReflectorHandle, Shared, Stopped};
 use crate::machine::{Command, Config, Input, Machine, StoreCall};
-use crate::{ListWatcher, ReflectorBuilder, ReflectorError, WatchStream};
+use crate::{ListWatcher, ReflectorBuilder, ReflectorError, StoreOperation, WatchStream};
 use futures::future::Either;
 use futures::{FutureExt, StreamExt};
 use kcache_core::{Clock, Meta, ObjectAccessor, ReflectorStore, ResourceVersion, Sleep};
@@ -189,7 +189,20 @@ where
             StoreCall::Add(o) => self.store.add(o),
             StoreCall::Update(o) => self.store.update(o),
             StoreCall::Delete(o) => self.store.delete(o),
-            StoreCall::Replace(items, rv) => self.store.replace(items, rv),
+            StoreCall::Replace(items, rv) => match self.store.replace(items, rv) {
+                // The store took what it could (`replace_applied`): report the rest and go on
+                // to watch, since a relist would fail the same way.
+                Err(source) if self.store.replace_applied(&source) => {
+                    if let Some(hook) = &self.hook {
+                        hook(&ReflectorError::Store {
+                            operation: StoreOperation::Replace,
+                            source,
+                        });
+                    }
+                    Ok(())
+                }
+                other => other,
+            },
             StoreCall::Resync => self.store.resync(),
             StoreCall::Bookmark(rv) => self.store.bookmark(rv),
         }
