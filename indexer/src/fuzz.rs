@@ -39,7 +39,8 @@ pub enum Op {
     Delete(Obj),
     /// `ThreadSafeStore::delete` by key.
     DeleteKey(Obj),
-    /// `Indexer::replace` with these objects and list version.
+    /// `Indexer::replace` with these objects and list version (bits 0-6); with bit 7 set,
+    /// `Indexer::replace_skipping_refused` instead.
     Replace(Vec<Obj>, u8),
     /// `Indexer::bookmark`.
     Bookmark(u8),

@@ -36,6 +36,41 @@ impl Model {
         self.indexes.iter().any(|id| index_values(*id, o).is_none())
     }
 
+    /// `replace_skipping_refused`: every listed object (a later duplicate wins) but those an
+    /// installed index function fails on is stored; the error names exactly those.
+    fn replace_skipping(
+        &mut self,
+        store: &Store,
+        next: BTreeMap<String, FuzzObject>,
+        list: Vec<Arc<FuzzObject>>,
+        list_rv: u8,
+        step: usize,
+    ) {
+        let (kept, refused): (BTreeMap<_, _>, BTreeMap<_, _>) =
+            next.into_iter().partition(|(_, o)| !self.fails(o));
+        match store.replace_skipping_refused(list, rv(list_rv)) {
+            Ok(()) => assert!(refused.is_empty(), "step {step}: should refuse {refused:?}"),
+            Err(StoreError::Refused { refused: errors }) => {
+                let mut keys: Vec<String> = errors
+                    .iter()
+                    .map(|e| match e {
+                        StoreError::IndexFunc(f) => {
+                            assert_eq!(f.index, "fallible", "step {step}");
+                            f.key.as_ref().map(|k| k.to_string()).unwrap_or_default()
+                        }
+                        other => panic!("step {step}: unexpected {other}"),
+                    })
+                    .collect();
+                keys.sort();
+                let expected: Vec<String> = refused.keys().cloned().collect();
+                assert_eq!(keys, expected, "step {step}");
+            }
+            Err(e) => panic!("step {step}: unexpected {e}"),
+        }
+        self.items = kept;
+        self.rv = rv(list_rv).to_string();
+    }
+
     fn values(&self, id: usize, o: &FuzzObject) -> BTreeSet<String> {
         index_values(id, o)
             .unwrap_or_default()
@@ -93,16 +128,22 @@ impl Model {
                     "step {step}"
                 );
             }
-            Op::Replace(objs, list_rv) => {
+            Op::Replace(objs, flags) => {
+                let (skipping, list_rv) = (flags & 0x80 != 0, flags & 0x7f);
                 let objs: Vec<FuzzObject> = objs.iter().map(|o| o.build()).collect();
                 let next: BTreeMap<String, FuzzObject> =
                     objs.iter().map(|o| (o.key(), o.clone())).collect();
+                let list = objs.iter().map(shared).collect();
+                if skipping {
+                    self.replace_skipping(store, next, list, list_rv, step);
+                    return;
+                }
                 let should_fail = next.values().any(|o| self.fails(o));
-                let res = store.replace(objs.iter().map(shared).collect(), rv(*list_rv));
+                let res = store.replace(list, rv(list_rv));
                 assert_eq!(res.is_err(), should_fail, "step {step}: {op:?}: {res:?}");
                 if !should_fail {
                     self.items = next;
-                    self.rv = rv(*list_rv).to_string();
+                    self.rv = rv(list_rv).to_string();
                 }
             }
             Op::Bookmark(n) => {
