@@ -6,6 +6,7 @@
 //! checks its own result. Adding a workload means one module and one line in [`registry`].
 
 mod e1;
+mod e1_drain;
 mod f1;
 mod i1;
 mod q1;

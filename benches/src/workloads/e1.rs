@@ -10,7 +10,9 @@
 //!   no thread hand-off: a conservative comparison for kcache.
 //!   `memory-source` is kcache's floor: the same 1,000,000 updates written to the same source
 //!   with no watcher and no informer. kcache's wall includes these writes, so it can never
-//!   deliver faster than this.
+//!   deliver faster than this. `kcache-drain` (module `e1_drain`) takes the source out of the
+//!   wall instead: the updates wait in the informer's watch, and the clock runs from releasing
+//!   them until both handlers saw the last, as kube-runtime's side consumes prebuilt events.
 //! - m1: bytes per cached object beyond the object, after sync: the running informer (no handler,
 //!   no index: cache, FIFO, reflector and watch; `cache_bytes_per_object` is what remains once it
 //!   stops, the cache alone), kube-runtime's store (`Init`, `InitApply`s, `InitDone` applied by its
@@ -36,13 +38,13 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 const HOT_KEYS: usize = 10_000;
-const UPDATES: usize = 1_000_000;
-const HANDLERS: usize = 2;
+pub(super) const UPDATES: usize = 1_000_000;
+pub(super) const HANDLERS: usize = 2;
 
 pub(super) const E1: Workload = Workload {
     name: "e1",
     headline: "events_per_s",
-    impls: &["kcache", "kube-runtime", "memory-source"],
+    impls: &["kcache", "kube-runtime", "memory-source", "kcache-drain"],
     about: "informer over kcache-memory: sync 100,000 ConfigMaps, 1,000,000 updates to 2 handlers",
     run: run_e1,
 };
@@ -55,7 +57,7 @@ pub(super) const M1: Workload = Workload {
     run: run_m1,
 };
 
-type Source = MemorySource<ConfigMap, ConfigMapMeta>;
+pub(super) type Source = MemorySource<ConfigMap, ConfigMapMeta>;
 type Informer = SharedIndexInformer<ConfigMap, Source, ConfigMapMeta>;
 
 fn run_e1(_: &str, name: &str) -> Result<Metrics, String> {
@@ -63,6 +65,7 @@ fn run_e1(_: &str, name: &str) -> Result<Metrics, String> {
         "kcache" => e1_kcache(),
         "kube-runtime" => e1_kube(),
         "memory-source" => e1_source_alone(),
+        "kcache-drain" => super::e1_drain::run(),
         _ => Err(unknown_impl("e1", name)),
     }
 }
@@ -78,19 +81,19 @@ fn run_m1(_: &str, name: &str) -> Result<Metrics, String> {
 
 /// Update `i` of e1: key `i % 10,000`, a label that changes every time, resourceVersion
 /// `{100000 + i + 1}` (the memory source stamps its own).
-fn update(i: usize) -> ConfigMap {
+pub(super) fn update(i: usize) -> ConfigMap {
     config_map(i % HOT_KEYS, i, (OBJECTS + i) as u64 + 1)
 }
 
 /// A handler that counts.
 #[derive(Default)]
-struct Counter {
-    adds: AtomicU64,
+pub(super) struct Counter {
+    pub(super) adds: AtomicU64,
     updates: AtomicU64,
 }
 
 impl Counter {
-    fn saw(&self, updates: u64) -> bool {
+    pub(super) fn saw(&self, updates: u64) -> bool {
         self.updates.load(Ordering::Acquire) >= updates
     }
 }
@@ -105,7 +108,7 @@ impl ResourceEventHandler<ConfigMap> for Counter {
 }
 
 /// Polls `cond` every 50 µs until it holds or `limit` passes; `false` on timeout.
-fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+pub(super) fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let deadline = now() + limit;
     while !cond() {
         if now() >= deadline {
@@ -118,7 +121,7 @@ fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
 
 /// A memory source holding the 100,000 objects. Its watcher buffer holds every update of e1, so
 /// the informer's watch is never evicted however far the writer runs ahead.
-fn filled_source() -> Result<Source, String> {
+pub(super) fn filled_source() -> Result<Source, String> {
     let source = Source::with_config(MemoryConfig::new().with_watcher_buffer(2 * UPDATES));
     for i in 0..OBJECTS {
         source.create(initial(i)).map_err(|e| e.to_string())?;
@@ -127,13 +130,15 @@ fn filled_source() -> Result<Source, String> {
 }
 
 /// A running informer: the thread driving `run` on a current-thread tokio runtime, and its stop.
-struct Running {
-    informer: Arc<Informer>,
+pub(super) struct Running<L: kcache_reflector::ListWatcher<ConfigMap> = Source> {
+    pub(super) informer: Arc<SharedIndexInformer<ConfigMap, L, ConfigMapMeta>>,
     stop: oneshot::Sender<()>,
     thread: thread::JoinHandle<Result<(), String>>,
 }
 
-fn start(informer: Arc<Informer>) -> Result<Running, String> {
+pub(super) fn start<L: kcache_reflector::ListWatcher<ConfigMap>>(
+    informer: Arc<SharedIndexInformer<ConfigMap, L, ConfigMapMeta>>,
+) -> Result<Running<L>, String> {
     let (stop, stopped) = oneshot::channel::<()>();
     let inf = informer.clone();
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -156,8 +161,8 @@ fn start(informer: Arc<Informer>) -> Result<Running, String> {
     })
 }
 
-impl Running {
-    fn finish(self) -> Result<(), String> {
+impl<L: kcache_reflector::ListWatcher<ConfigMap>> Running<L> {
+    pub(super) fn finish(self) -> Result<(), String> {
         let _ = self.stop.send(());
         join(self.thread)?
     }
