@@ -94,12 +94,18 @@ where
         let mut machine: Machine<T, M> = Machine::new(self.config.clone());
         let mut stream: Option<WatchStream<T, L::Error>> = None;
         let mut resync: Option<(Instant, Sleep)> = None;
-        let mut out = machine.step(Input::Start, self.clock.now());
+        let mut now = self.clock.now();
+        let mut out = machine.step(Input::Start, now);
         // Watch events taken from the stream without waiting (see `ReadWatch`) since the stop and
         // resync futures were last polled.
         let mut fast_streak = 0u32;
+        // The version last published to the handle (publishing takes its lock).
+        let mut published = ResourceVersion::default();
         loop {
-            self.shared.publish(machine.last_sync_resource_version());
+            if *machine.last_sync_resource_version() != published {
+                published = machine.last_sync_resource_version().clone();
+                self.shared.publish(&published);
+            }
             if fast_streak == 0 && stop.as_mut().now_or_never().is_some() {
                 return;
             }
@@ -125,7 +131,18 @@ where
                         None => return,
                     }
                 }
-                Command::Store(call) => Input::StoreDone(self.apply(call)),
+                Command::Store(call) => {
+                    // A watch event's store call takes microseconds: its result is stepped at
+                    // the time of the step that asked for it (one clock read per event). A
+                    // replace or resync may take long, so the clock is read again after it.
+                    let quick = !matches!(call, StoreCall::Replace(..) | StoreCall::Resync);
+                    let done = Input::StoreDone(self.apply(call));
+                    if !quick {
+                        now = self.clock.now();
+                    }
+                    out = machine.step(done, now);
+                    continue;
+                }
                 Command::Sleep(deadline) => {
                     stream = None;
                     match race(&mut stop, self.clock.sleep_until_async(deadline)).await {
@@ -180,7 +197,8 @@ where
                     }
                 }
             };
-            out = machine.step(input, self.clock.now());
+            now = self.clock.now();
+            out = machine.step(input, now);
         }
     }
 
