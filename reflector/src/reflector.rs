@@ -160,6 +160,12 @@ where
                     // the stop and resync futures for it: under a stream of events those polls
                     // (waker registrations) cost as much as the rest of the loop. They are still
                     // polled at least every FAST_STREAK events, and whenever the stream is idle.
+                    // After FAST_STREAK events in a row the reflector also yields once: a stream
+                    // that always has an event ready would otherwise never let the rest of the
+                    // task (an informer's pop loop, which shares it) or the executor run.
+                    if fast_streak >= FAST_STREAK {
+                        YieldNow(false).await;
+                    }
                     let ready = match stream.as_mut() {
                         Some(s) if fast_streak < FAST_STREAK => s.next().now_or_never(),
                         _ => None,
@@ -227,10 +233,27 @@ where
     }
 }
 
-/// Runs `f` unless `stop` completes first (`None`).
-/// Most watch events taken without polling the stop and resync futures in a row.
+/// Returns `Pending` once (waking its task at once), so whatever else is ready runs first.
+struct YieldNow(bool);
+
+impl Future for YieldNow {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+        if self.0 {
+            return std::task::Poll::Ready(());
+        }
+        self.0 = true;
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    }
+}
+
+/// Most watch events taken without polling the stop and resync futures (and without yielding)
+/// in a row.
 const FAST_STREAK: u32 = 64;
 
+/// Runs `f` unless `stop` completes first (`None`).
 async fn race<S, F>(stop: &mut Pin<&mut S>, f: F) -> Option<F::Output>
 where
     S: Future,

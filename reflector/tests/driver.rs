@@ -253,3 +253,43 @@ async fn an_indexer_that_refuses_one_listed_object_keeps_the_rest_and_the_watch_
     handle.stop();
     task.await.unwrap();
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_watch_stream_that_is_always_ready_still_lets_the_rest_of_the_task_run() {
+    let (lw, store, clock) = setup();
+    lw.list_ok(vec![], "1", None);
+    const EVENTS: usize = 2_000;
+    lw.watch_events(
+        (0..EVENTS)
+            .map(|i| {
+                Ok(WatchEvent::Added(pod(
+                    &format!("p{i}"),
+                    &(i + 2).to_string(),
+                )))
+            })
+            .collect(),
+    );
+    let r = Reflector::builder(lw.clone(), store.clone())
+        .clock(Arc::new(clock))
+        .build();
+    let handle = r.handle();
+    // A sibling future in the same task (as an informer's pop loop is): it records how far the
+    // store got each time it is polled, and stops the reflector once every event is in.
+    let mut seen = Vec::new();
+    let sibling = futures::future::poll_fn(|_| {
+        let n = store.snapshot().len();
+        seen.push(n);
+        if n == EVENTS {
+            handle.stop();
+        }
+        std::task::Poll::<()>::Pending
+    });
+    let reflector = std::pin::pin!(r.run());
+    let sibling = std::pin::pin!(sibling);
+    futures::future::select(reflector, sibling).await;
+    let partial = seen.iter().filter(|&&n| n > 0 && n < EVENTS).count();
+    assert!(
+        partial >= EVENTS / 64 / 2,
+        "the sibling ran only {partial} times while the events went in: {seen:?}"
+    );
+}
