@@ -56,6 +56,20 @@ impl KeyText {
         })
     }
 
+    /// `key`'s text, copied inline when short (no allocation, no reference count to share
+    /// between threads), else sharing `key`'s allocation. The text is not checked again.
+    pub fn copied(key: &ObjectKey) -> Self {
+        let text = key.as_str();
+        match u8::try_from(text.len()) {
+            Ok(len) if text.len() <= INLINE => {
+                let mut bytes = [0; INLINE];
+                bytes[..text.len()].copy_from_slice(text.as_bytes());
+                Self(Repr::Inline { len, bytes })
+            }
+            _ => Self(Repr::Shared(key.clone())),
+        }
+    }
+
     /// The key's text.
     pub fn as_str(&self) -> &str {
         match &self.0 {
@@ -99,6 +113,12 @@ impl PartialEq for KeyText {
 
 impl Eq for KeyText {}
 
+impl std::hash::Hash for KeyText {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
+    }
+}
+
 impl fmt::Debug for KeyText {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(self.as_str(), f)
@@ -133,6 +153,8 @@ mod tests {
             assert_eq!(t.to_key().as_str(), text);
             assert_eq!(t.clone().into_key(), ObjectKey::new(text).unwrap());
             assert_eq!(t, KeyText::from(ObjectKey::new(text).unwrap()));
+            assert_eq!(t, KeyText::copied(&ObjectKey::new(text).unwrap()));
+            assert_eq!(KeyText::copied(&t.to_key()).as_str(), text);
         }
         for bad in ["", "ns/", "a/b/c"] {
             assert_eq!(

@@ -10,7 +10,7 @@
 
 use crate::event::{DeletedObject, Event, Notification};
 use crate::shared::Shared;
-use kcache_core::Meta;
+use kcache_core::{KeyText, Meta};
 use kcache_deltafifo::{DeltaObject, DeltaType, Deltas};
 use kcache_indexer::StoreError;
 
@@ -33,29 +33,31 @@ impl<T: Send + Sync + 'static, M: Meta<T>> Shared<T, M> {
                 (DeltaType::Deleted, DeltaObject::Object(obj)) => {
                     let key = key.clone().map_or_else(|| M::key(&obj), Ok)?;
                     self.indexer.delete(&obj)?;
-                    let event = Event::Deleted(DeletedObject::observed(key.clone(), obj));
-                    dispatch.distribute(&Notification::new(key, event), false);
+                    let text = KeyText::copied(&key);
+                    let event = Event::Deleted(DeletedObject::observed(key, obj));
+                    dispatch.distribute(&Notification::new(text, event), false);
                 }
                 (DeltaType::Deleted, DeltaObject::Tombstone(t)) => {
                     self.indexer.thread_safe_store().delete(&t.key);
-                    let event =
-                        Event::Deleted(DeletedObject::final_state_unknown(t.key.clone(), t.obj));
-                    dispatch.distribute(&Notification::new(t.key, event), false);
+                    let text = KeyText::copied(&t.key);
+                    let event = Event::Deleted(DeletedObject::final_state_unknown(t.key, t.obj));
+                    dispatch.distribute(&Notification::new(text, event), false);
                 }
                 (_, DeltaObject::Object(obj)) => {
                     let key = key.clone().map_or_else(|| M::key(&obj), Ok)?;
-                    match self.indexer.insert_with_key(key.clone(), obj.clone())? {
+                    let text = KeyText::copied(&key);
+                    match self.indexer.insert_with_key(key, obj.clone())? {
                         Some(old) => {
                             let is_sync = M::same_resource_version(&old, &obj);
                             let event = Event::Updated { old, new: obj };
-                            dispatch.distribute(&Notification::new(key, event), is_sync);
+                            dispatch.distribute(&Notification::new(text, event), is_sync);
                         }
                         None => {
                             let event = Event::Added {
                                 obj,
                                 is_in_initial_list,
                             };
-                            dispatch.distribute(&Notification::new(key, event), false);
+                            dispatch.distribute(&Notification::new(text, event), false);
                         }
                     }
                 }

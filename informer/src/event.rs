@@ -1,6 +1,6 @@
 //! `Event` and `DeletedObject`: what a handler is told.
 
-use kcache_core::ObjectKey;
+use kcache_core::{KeyText, ObjectKey};
 use kcache_deltafifo::DeletedFinalStateUnknown;
 use std::fmt;
 use std::sync::Arc;
@@ -204,7 +204,9 @@ impl<T: PartialEq> PartialEq for Event<T> {
 /// A notification inside the crate: the event, its key (for coalescing) and whether it counts
 /// toward the receiving handler's initial sync.
 pub(crate) struct Notification<T> {
-    pub(crate) key: ObjectKey,
+    /// Inline text for a short key: cloning it per handler, and dropping it on a handler's
+    /// thread, touches no shared reference count and frees nothing.
+    pub(crate) key: KeyText,
     pub(crate) event: Event<T>,
     /// Counted in the handler's outstanding initial notifications until delivered.
     pub(crate) initial: bool,
@@ -221,7 +223,7 @@ impl<T> Clone for Notification<T> {
 }
 
 impl<T> Notification<T> {
-    pub(crate) fn new(key: ObjectKey, event: Event<T>) -> Self {
+    pub(crate) fn new(key: KeyText, event: Event<T>) -> Self {
         let initial = matches!(
             event,
             Event::Added {

@@ -212,7 +212,7 @@ where
                             obj,
                             is_in_initial_list: true,
                         };
-                        listener.push(Notification::new(key, event));
+                        listener.push(Notification::new(key.into(), event));
                     }
                     Err(error) => {
                         tracing::warn!(informer = %shared.name, %error, "cached object without a key skipped in a replay")

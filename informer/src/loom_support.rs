@@ -46,7 +46,7 @@ impl<T> Dispatcher<T> {
     /// Distributes an add of `obj` under `key` to every listener, under the dispatch lock.
     pub fn dispatch_add(&self, key: &ObjectKey, obj: Arc<T>, is_in_initial_list: bool) {
         let n = Notification::new(
-            key.clone(),
+            key.clone().into(),
             Event::Added {
                 obj,
                 is_in_initial_list,
@@ -59,7 +59,7 @@ impl<T> Dispatcher<T> {
 
     /// Distributes an update to every listener.
     pub fn dispatch_update(&self, key: &ObjectKey, old: Arc<T>, new: Arc<T>) {
-        let n = Notification::new(key.clone(), Event::Updated { old, new });
+        let n = Notification::new(key.clone().into(), Event::Updated { old, new });
         let mut d = self.processor.lock();
         d.distribute(&n, false);
         d.flush();
@@ -81,7 +81,7 @@ impl<T> Dispatcher<T> {
         let l = &self.listeners[i];
         let n = l.buffer.pop_blocking()?;
         l.buffer.complete(n.initial);
-        Some((n.key, n.event))
+        Some((n.key.into_key(), n.event))
     }
 
     /// Marks listener `i`'s consumer finished.

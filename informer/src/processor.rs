@@ -214,7 +214,7 @@ mod tests {
 
     fn initial_add(v: u32) -> Notification<u32> {
         Notification::new(
-            ObjectKey::new(format!("ns/o{v}").as_str()).unwrap(),
+            ObjectKey::new(format!("ns/o{v}").as_str()).unwrap().into(),
             Event::Added {
                 obj: Arc::new(v),
                 is_in_initial_list: true,

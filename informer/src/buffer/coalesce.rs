@@ -1,7 +1,7 @@
 //! The bounded queue: at most one pending notification per key, merged by client-go's meaning.
 
 use crate::event::{Event, Notification};
-use kcache_core::ObjectKey;
+use kcache_core::KeyText;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -11,8 +11,8 @@ use std::sync::Arc;
 /// before an add, the old state before an update, the deleted state before a delete. A merge
 /// that has to express "the handler knew X, the key now holds Y" builds its update from it.
 pub(crate) struct Coalescing<T> {
-    order: BTreeMap<u64, ObjectKey>,
-    by_key: HashMap<ObjectKey, Entry<T>>,
+    order: BTreeMap<u64, KeyText>,
+    by_key: HashMap<KeyText, Entry<T>>,
     next_seq: u64,
 }
 
@@ -168,12 +168,12 @@ mod tests {
     use crate::event::DeletedObject;
     use std::sync::Arc;
 
-    fn key(k: &str) -> ObjectKey {
-        ObjectKey::new(k).unwrap()
+    fn key(k: &str) -> kcache_core::ObjectKey {
+        kcache_core::ObjectKey::new(k).unwrap()
     }
     fn add(k: &str, v: u32, initial: bool) -> Notification<u32> {
         Notification::new(
-            key(k),
+            key(k).into(),
             Event::Added {
                 obj: Arc::new(v),
                 is_in_initial_list: initial,
@@ -182,7 +182,7 @@ mod tests {
     }
     fn upd(k: &str, a: u32, b: u32) -> Notification<u32> {
         Notification::new(
-            key(k),
+            key(k).into(),
             Event::Updated {
                 old: Arc::new(a),
                 new: Arc::new(b),
@@ -191,7 +191,7 @@ mod tests {
     }
     fn del(k: &str, v: u32) -> Notification<u32> {
         Notification::new(
-            key(k),
+            key(k).into(),
             Event::Deleted(DeletedObject::observed(key(k), Arc::new(v))),
         )
     }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 fn add(k: &str, v: u32, initial: bool) -> Notification<u32> {
     Notification::new(
-        ObjectKey::new(k).unwrap(),
+        ObjectKey::new(k).unwrap().into(),
         Event::Added {
             obj: Arc::new(v),
             is_in_initial_list: initial,
@@ -18,7 +18,7 @@ fn add(k: &str, v: u32, initial: bool) -> Notification<u32> {
 fn del(k: &str, v: u32) -> Notification<u32> {
     let key = ObjectKey::new(k).unwrap();
     Notification::new(
-        key.clone(),
+        key.clone().into(),
         Event::Deleted(DeletedObject::observed(key, Arc::new(v))),
     )
 }
@@ -162,7 +162,7 @@ mod model {
                 }
             }
         };
-        assert!(b.push(Notification::new(k, event)));
+        assert!(b.push(Notification::new(k.into(), event)));
     }
 
     fn deliver(b: &Buffer<u32>, view: &mut BTreeMap<String, u32>) {
