@@ -177,8 +177,8 @@ impl<T, M: Meta<T>> Indexer<T, M> {
 
     /// [`replace`](Self::replace), but an object whose key or index function fails is left
     /// out instead of failing the whole replace: every other object is stored, as of `rv`.
-    /// This is what a [`Reflector`](kcache_core::ReflectorStore) feeding the indexer uses, so a
-    /// single bad object does not keep the whole cache stale (a relist would fail the same way).
+    /// The indexer's [`ReflectorStore`] implementation replaces this way, so a single bad object
+    /// does not keep a reflector's whole cache stale (a relist would fail the same way).
     ///
     /// # Errors
     /// [`StoreError::Refused`] with one error per left-out object; the rest *was* stored.
