@@ -1,6 +1,7 @@
 //! `KeyText`: a checked key's text, inline when short, for hot paths that may never need an
 //! [`ObjectKey`].
 
+use crate::inline_text::InlineText;
 use crate::key::validate;
 use crate::{KeyError, ObjectKey};
 use std::fmt;
@@ -31,11 +32,7 @@ pub struct KeyText(Repr);
 
 #[derive(Clone)]
 enum Repr {
-    /// The first `len` bytes of `bytes`: a whole `str`, copied byte for byte.
-    Inline {
-        len: u8,
-        bytes: [u8; INLINE],
-    },
+    Inline(InlineText<INLINE>),
     Shared(ObjectKey),
 }
 
@@ -46,38 +43,25 @@ impl KeyText {
     /// As [`ObjectKey::new`].
     pub fn new(text: &str) -> Result<Self, KeyError> {
         validate(text)?;
-        Ok(match u8::try_from(text.len()) {
-            Ok(len) if text.len() <= INLINE => {
-                let mut bytes = [0; INLINE];
-                bytes[..text.len()].copy_from_slice(text.as_bytes());
-                Self(Repr::Inline { len, bytes })
-            }
-            _ => Self(Repr::Shared(ObjectKey(Arc::from(text)))),
-        })
+        Ok(Self(match InlineText::new(text) {
+            Some(inline) => Repr::Inline(inline),
+            None => Repr::Shared(ObjectKey(Arc::from(text))),
+        }))
     }
 
     /// `key`'s text, copied inline when short (no allocation, no reference count to share
     /// between threads), else sharing `key`'s allocation. The text is not checked again.
     pub fn copied(key: &ObjectKey) -> Self {
-        let text = key.as_str();
-        match u8::try_from(text.len()) {
-            Ok(len) if text.len() <= INLINE => {
-                let mut bytes = [0; INLINE];
-                bytes[..text.len()].copy_from_slice(text.as_bytes());
-                Self(Repr::Inline { len, bytes })
-            }
-            _ => Self(Repr::Shared(key.clone())),
-        }
+        Self(match InlineText::new(key.as_str()) {
+            Some(inline) => Repr::Inline(inline),
+            None => Repr::Shared(key.clone()),
+        })
     }
 
     /// The key's text.
     pub fn as_str(&self) -> &str {
         match &self.0 {
-            // A byte-for-byte copy of a whole `str`: always UTF-8 (the fallback is never taken).
-            Repr::Inline { len, bytes } => bytes
-                .get(..usize::from(*len))
-                .and_then(|b| std::str::from_utf8(b).ok())
-                .unwrap_or_default(),
+            Repr::Inline(inline) => inline.as_str(),
             Repr::Shared(key) => key.as_str(),
         }
     }
@@ -85,7 +69,7 @@ impl KeyText {
     /// The key (an allocation for an inline text, a reference count otherwise).
     pub fn to_key(&self) -> ObjectKey {
         match &self.0 {
-            Repr::Inline { .. } => ObjectKey(Arc::from(self.as_str())),
+            Repr::Inline(_) => ObjectKey(Arc::from(self.as_str())),
             Repr::Shared(key) => key.clone(),
         }
     }
@@ -94,7 +78,7 @@ impl KeyText {
     pub fn into_key(self) -> ObjectKey {
         match self.0 {
             Repr::Shared(key) => key,
-            Repr::Inline { .. } => self.to_key(),
+            Repr::Inline(_) => self.to_key(),
         }
     }
 }
@@ -162,6 +146,11 @@ mod tests {
                 ObjectKey::new(bad).map(|k| k.to_string())
             );
         }
+    }
+
+    #[test]
+    fn stays_small() {
+        assert_eq!(std::mem::size_of::<KeyText>(), 40);
     }
 
     #[test]

@@ -33,6 +33,7 @@
 //! ```
 
 mod clock;
+mod inline_text;
 mod key;
 mod key_text;
 mod meta;

@@ -1,5 +1,6 @@
 //! `ResourceVersion`: an opaque version string from the source of truth.
 
+use crate::inline_text::InlineText;
 use std::fmt;
 use std::sync::Arc;
 
@@ -29,11 +30,8 @@ const INLINE: usize = 22;
 enum Repr {
     #[default]
     Empty,
-    /// The first `len` bytes of `bytes`: a whole non-empty `str`, copied byte for byte.
-    Inline {
-        len: u8,
-        bytes: [u8; INLINE],
-    },
+    /// Non-empty.
+    Inline(InlineText<INLINE>),
     Shared(Arc<str>),
 }
 
@@ -44,25 +42,17 @@ impl ResourceVersion {
         if rv.is_empty() {
             return Self(Repr::Empty);
         }
-        match u8::try_from(rv.len()) {
-            Ok(len) if rv.len() <= INLINE => {
-                let mut bytes = [0; INLINE];
-                bytes[..rv.len()].copy_from_slice(rv.as_bytes());
-                Self(Repr::Inline { len, bytes })
-            }
-            _ => Self(Repr::Shared(Arc::from(rv))),
-        }
+        Self(match InlineText::new(rv) {
+            Some(inline) => Repr::Inline(inline),
+            None => Repr::Shared(Arc::from(rv)),
+        })
     }
 
     /// The version as text (`""` when unset).
     pub fn as_str(&self) -> &str {
         match &self.0 {
             Repr::Empty => "",
-            // A byte-for-byte copy of a whole `str`: always UTF-8 (the fallback is never taken).
-            Repr::Inline { len, bytes } => bytes
-                .get(..usize::from(*len))
-                .and_then(|b| std::str::from_utf8(b).ok())
-                .unwrap_or_default(),
+            Repr::Inline(inline) => inline.as_str(),
             Repr::Shared(s) => s,
         }
     }
@@ -136,14 +126,9 @@ impl From<u64> for ResourceVersion {
                 break;
             }
         }
-        let len = INLINE - start;
-        let mut bytes = [0; INLINE];
-        bytes[..len].copy_from_slice(&digits[start..]);
-        // At most 20 digits: always fits the inline buffer.
-        Self(Repr::Inline {
-            len: len as u8,
-            bytes,
-        })
+        // ASCII digits, at most 20 of them: always text that fits inline.
+        let text = std::str::from_utf8(&digits[start..]).unwrap_or_default();
+        Self::new(text)
     }
 }
 
