@@ -14,6 +14,7 @@ pub(crate) struct InlineText<const N: usize> {
 
 impl<const N: usize> InlineText<N> {
     /// `text`, if it fits.
+    #[inline]
     pub(crate) fn new(text: &str) -> Option<Self> {
         let len = u8::try_from(text.len()).ok().filter(|_| text.len() <= N)?;
         let mut bytes = [0; N];
@@ -22,6 +23,7 @@ impl<const N: usize> InlineText<N> {
     }
 
     /// The text.
+    #[inline]
     pub(crate) fn as_str(&self) -> &str {
         // A byte-for-byte copy of a whole `str`: always UTF-8 (the fallback is never taken).
         self.bytes
