@@ -14,7 +14,9 @@ pub(crate) struct Sink<T, M: Meta<T>> {
 impl<T, M: Meta<T>> Sink<T, M> {
     /// After a write that queued a key (an add or an update): record the version. The pop loop
     /// will take that key and then look at the FIFO's progress itself, so reading it here would
-    /// only cost a lock of the FIFO per event.
+    /// only cost a lock of the FIFO per event. This relies on the pop loop running in the
+    /// reflector's task (`run` selects over both): it cannot take the key between the write and
+    /// this record, so when it next finds the FIFO idle it publishes this version.
     fn queued(&self, rv: ResourceVersion) {
         self.shared.received(rv);
     }
