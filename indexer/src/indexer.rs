@@ -23,6 +23,9 @@ use std::marker::PhantomData;
 /// a failing key accessor or index function changes nothing and is returned as a
 /// [`StoreError`].
 ///
+/// An `Indexer` is a handle: clones share one store (as copies of a client-go `cache.Indexer`
+/// do). Hand a clone to a `Reflector` as its store and query through another.
+///
 /// # Examples
 /// ```
 /// use kcache_core::{Object, ResourceVersion};
@@ -44,6 +47,10 @@ use std::marker::PhantomData;
 /// assert!(Arc::ptr_eq(&svcs.get_by_key("prod/web").unwrap(), &web)); // shared, not copied
 /// assert_eq!(svcs.by_index("by-app", "shop")?.len(), 1);
 /// assert_eq!(svcs.last_store_sync_resource_version().as_str(), "7");
+///
+/// let writer = svcs.clone(); // the same store, as a reflector would hold it
+/// writer.delete(&web)?;
+/// assert!(svcs.is_empty());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[doc(alias = "Store")]
@@ -51,8 +58,18 @@ use std::marker::PhantomData;
 #[doc(alias = "NewIndexer")]
 #[doc(alias = "NewStore")]
 pub struct Indexer<T, M = ObjectAccessor> {
-    store: ThreadSafeStore<T>,
+    store: Arc<ThreadSafeStore<T>>,
     accessor: PhantomData<fn() -> M>,
+}
+
+impl<T, M> Clone for Indexer<T, M> {
+    /// Another handle on the same store.
+    fn clone(&self) -> Self {
+        Self {
+            store: self.store.clone(),
+            accessor: PhantomData,
+        }
+    }
 }
 
 impl<T, M: Meta<T>> Indexer<T, M> {
@@ -64,7 +81,7 @@ impl<T, M: Meta<T>> Indexer<T, M> {
     /// An empty indexer maintaining `indexers`.
     pub fn with_indexers(indexers: Indexers<T>) -> Self {
         Self {
-            store: ThreadSafeStore::with_indexers(indexers),
+            store: Arc::new(ThreadSafeStore::with_indexers(indexers)),
             accessor: PhantomData,
         }
     }
