@@ -437,15 +437,17 @@ async fn async_workers_reconcile_retry_and_catch_panics() {
     let stats = tokio::time::timeout(WAIT, handle.wait_stats(|s| s.successes >= 3))
         .await
         .unwrap();
-    assert_eq!(
-        stats.reconciles,
-        stats.successes + stats.errors + stats.panics
-    );
     assert!(stats.retries >= 1);
+    // The counters of one reconcile are bumped one after another, and another worker may be
+    // between them when a snapshot is taken: the totals only add up once every worker is done.
     let stats = tokio::time::timeout(WAIT, handle.shutdown_async())
         .await
         .unwrap();
     assert!(stats.successes >= 3);
+    assert_eq!(
+        stats.reconciles,
+        stats.successes + stats.errors + stats.panics
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

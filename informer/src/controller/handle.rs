@@ -10,6 +10,13 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 /// What a controller has done so far (a snapshot of its counters).
+///
+/// The counters are read one after another while workers run, like any metrics scrape: a
+/// reconcile that is finishing may be counted in `successes` (or `errors`, `panics`) and not yet
+/// in `reconciles`. Once the workers have stopped (the stats [`shutdown`] returns), `reconciles`
+/// equals `successes + errors + panics`.
+///
+/// [`shutdown`]: ControllerHandle::shutdown
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ControllerStats {
