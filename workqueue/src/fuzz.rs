@@ -362,7 +362,7 @@ impl Runner {
                 (Some(Slot::Queued { .. }), None) => {
                     assert!(model.ready.contains(&k), "{k} queued {ctx}")
                 }
-                (Some(Slot::Waiting { at }), None) => {
+                (Some(Slot::Waiting { at, .. }), None) => {
                     assert_eq!(
                         model.waiting.get(&k).map(|w| w.0),
                         Some(at),

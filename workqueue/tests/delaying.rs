@@ -338,3 +338,21 @@ fn workqueue_depth_counts_a_delayed_re_add_of_an_item_in_flight_once_it_is_ready
     q.done(&"a").unwrap();
     assert_eq!((depth.get(), adds.get(), q.len()), (0, 3, 0));
 }
+
+#[test]
+fn an_item_waiting_again_for_a_deadline_it_had_before_keeps_its_new_place() {
+    // "a" waits for t+10 ms, then is added at once (its delay entry goes stale) and processed.
+    // "b" then waits for t+10 ms, and "a" waits for t+10 ms again: "a" came second this time,
+    // so it must fire second (its stale first entry, pushed before "b", must not stand in).
+    let (q, clock) = delaying();
+    let at = clock.now() + 10 * MS;
+    assert!(q.add_at("a", at));
+    assert!(q.add("a"));
+    assert_eq!(q.try_get(), Some("a"));
+    q.done(&"a").unwrap();
+    assert!(q.add_at("b", at));
+    assert!(q.add_at("a", at));
+    clock.advance(10 * MS);
+    assert_eq!(q.get(), Some("b"));
+    assert_eq!(q.get(), Some("a"));
+}

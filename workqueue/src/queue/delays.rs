@@ -13,7 +13,9 @@ use std::time::Instant;
 #[derive(Debug)]
 pub(crate) struct Entry<T> {
     pub(crate) at: Instant,
-    seq: u64,
+    /// Push order: unique per entry, so it also tells one entry of an item from another with the
+    /// same deadline.
+    pub(crate) seq: u64,
     pub(crate) item: T,
 }
 
@@ -57,8 +59,8 @@ impl<T> Delays<T> {
         }
     }
 
-    /// Schedules `item` at `at`; `true` if it is now the earliest entry.
-    pub(crate) fn push(&mut self, item: T, at: Instant) -> bool {
+    /// Schedules `item` at `at`; `true` if it is now the earliest entry, and the entry's number.
+    pub(crate) fn push(&mut self, item: T, at: Instant) -> (bool, u64) {
         let earliest = self.peek().is_none_or(|e| at < e.at);
         self.seq += 1;
         let entry = Entry {
@@ -71,7 +73,7 @@ impl<T> Delays<T> {
         } else {
             self.heap.push(Reverse(entry));
         }
-        earliest
+        (earliest, self.seq)
     }
 
     /// The earliest entry.
@@ -142,10 +144,10 @@ mod tests {
     fn push_reports_whether_the_entry_is_now_the_earliest() {
         let base = kcache_core::Clock::now(&kcache_core::FakeClock::new());
         let mut d = Delays::new();
-        assert!(d.push('a', base + Duration::from_millis(10)));
-        assert!(!d.push('b', base + Duration::from_millis(20)));
-        assert!(!d.push('c', base + Duration::from_millis(10)));
-        assert!(d.push('d', base + Duration::from_millis(5)));
+        assert!(d.push('a', base + Duration::from_millis(10)).0);
+        assert!(!d.push('b', base + Duration::from_millis(20)).0);
+        assert!(!d.push('c', base + Duration::from_millis(10)).0);
+        assert!(d.push('d', base + Duration::from_millis(5)).0);
         assert_eq!(d.peek().map(|e| e.item), Some('d'));
     }
 }

@@ -2,7 +2,9 @@
 //!
 //! Every item known to the queue has one [`Slot`]. The ready deque holds exactly the items whose
 //! slot is `Queued`, once each, in first-add order. The delay heap may hold stale entries; an entry
-//! is live only while the item's slot is `Waiting` with the same deadline.
+//! is live only while the item's slot is `Waiting` with that entry's deadline and push number (the
+//! deadline alone is not enough: an item can wait again for a deadline it had before, and its old
+//! entry, pushed earlier, must not fire in the new one's place).
 
 use super::delays::Delays;
 use std::collections::{HashMap, VecDeque};
@@ -21,8 +23,8 @@ pub(crate) enum Slot {
         started: Option<Instant>,
         then: Then,
     },
-    /// Waiting in the delay heap until `at`.
-    Waiting { at: Instant },
+    /// Waiting in the delay heap until `at`, as its entry number `seq`.
+    Waiting { at: Instant, seq: u64 },
 }
 
 /// What happens to an item in flight when its `done` comes.
@@ -183,9 +185,9 @@ impl<T: Clone + Eq + Hash> State<T> {
         }
         match self.slots.get_mut(&item) {
             None => {
-                self.slots.insert(item.clone(), Slot::Waiting { at });
+                let (earliest, seq) = self.delays.push(item.clone(), at);
+                self.slots.insert(item, Slot::Waiting { at, seq });
                 self.waiting += 1;
-                let earliest = self.push_heap(item, at);
                 (Added::Delayed { earliest }, None)
             }
             Some(Slot::Queued { .. }) => (Added::Deduplicated, Some(item)),
@@ -197,19 +199,15 @@ impl<T: Clone + Eq + Hash> State<T> {
                     (Added::DeferredDelay, Some(item))
                 }
             },
-            Some(Slot::Waiting { at: old }) => {
-                if *old <= at {
+            Some(slot @ Slot::Waiting { .. }) => {
+                if matches!(*slot, Slot::Waiting { at: old, .. } if old <= at) {
                     return (Added::Deduplicated, Some(item));
                 }
-                *old = at;
-                let earliest = self.push_heap(item, at);
+                let (earliest, seq) = self.delays.push(item, at);
+                *slot = Slot::Waiting { at, seq };
                 (Added::Delayed { earliest }, None)
             }
         }
-    }
-
-    fn push_heap(&mut self, item: T, at: Instant) -> bool {
-        self.delays.push(item, at)
     }
 
     /// Hands out the oldest ready item, with when it was first added (metrics).
@@ -256,9 +254,9 @@ impl<T: Clone + Eq + Hash> State<T> {
                 if at <= now {
                     return requeue(self, stamp.then_some(now), true);
                 }
-                self.slots.insert(item.clone(), Slot::Waiting { at });
+                let (earliest, seq) = self.delays.push(item.clone(), at);
+                self.slots.insert(item.clone(), Slot::Waiting { at, seq });
                 self.waiting += 1;
-                let earliest = self.push_heap(item.clone(), at);
                 Finished::Delayed { started, earliest }
             }
             // Nothing to do, or a delayed re-add whose heap went away with the shutdown.
@@ -280,7 +278,12 @@ impl<T: Clone + Eq + Hash> State<T> {
                 break;
             };
             if let Some(slot) = self.slots.get_mut(&e.item) {
-                if *slot == (Slot::Waiting { at: e.at }) {
+                if *slot
+                    == (Slot::Waiting {
+                        at: e.at,
+                        seq: e.seq,
+                    })
+                {
                     *slot = Slot::Queued {
                         since: stamp.then_some(now),
                     };
@@ -296,7 +299,12 @@ impl<T: Clone + Eq + Hash> State<T> {
     /// The earliest live deadline in the heap (dropping stale entries on the way).
     pub(crate) fn next_deadline(&mut self) -> Option<Instant> {
         while let Some(e) = self.delays.peek() {
-            if self.slots.get(&e.item) == Some(&Slot::Waiting { at: e.at }) {
+            if self.slots.get(&e.item)
+                == Some(&Slot::Waiting {
+                    at: e.at,
+                    seq: e.seq,
+                })
+            {
                 return Some(e.at);
             }
             self.delays.pop();
