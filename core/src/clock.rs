@@ -10,7 +10,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 /// A future returned by [`Clock::sleep_until_async`].
 pub type Sleep = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
@@ -69,6 +69,14 @@ pub trait Clock: Send + Sync + fmt::Debug + 'static {
     /// A future that completes after `d`.
     fn sleep_async(&self, d: Duration) -> Sleep {
         self.sleep_until_async(self.now().checked_add(d).unwrap_or_else(far_future))
+    }
+
+    /// The current wall-clock time, for timestamps other processes read (a leader election
+    /// record's renew time, say). Never use it to measure durations: use [`Clock::now`]. The
+    /// default reads the system's wall clock; [`FakeClock`] moves it with its own time.
+    fn system_time(&self) -> SystemTime {
+        #[allow(clippy::disallowed_methods, reason = "core owns the real clock")]
+        SystemTime::now()
     }
 }
 
@@ -139,6 +147,9 @@ impl<C: Clock + ?Sized> Clock for Arc<C> {
     }
     fn subscribe(&self, waker: ClockWaker) -> Subscription {
         (**self).subscribe(waker)
+    }
+    fn system_time(&self) -> SystemTime {
+        (**self).system_time()
     }
 }
 

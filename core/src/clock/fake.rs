@@ -4,7 +4,7 @@ use super::{Clock, ClockWaker, Sleep, Subscription};
 use crate::sync::{wait_timeout, Arc, Condvar, Mutex};
 use std::fmt;
 use std::task::{Poll, Waker};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 /// A manually driven clock for tests: time stands still until [`FakeClock::advance`].
 ///
@@ -33,6 +33,9 @@ pub struct FakeClock {
 }
 
 struct Inner {
+    /// The wall-clock time at `start` (see [`Clock::system_time`]).
+    start_wall: SystemTime,
+    start: Instant,
     state: Mutex<State>,
     cv: Condvar,
 }
@@ -52,10 +55,15 @@ impl FakeClock {
         Self::starting_at(start)
     }
 
-    /// A fake clock that starts at `start`.
+    /// A fake clock that starts at `start`. Its wall-clock time ([`Clock::system_time`]) starts at
+    /// the real wall-clock time and moves with the fake time.
     pub fn starting_at(start: Instant) -> Self {
+        #[allow(clippy::disallowed_methods, reason = "core owns the real clock")]
+        let start_wall = SystemTime::now();
         Self {
             inner: Arc::new(Inner {
+                start_wall,
+                start,
                 state: Mutex::new(State {
                     now: start,
                     next_id: 0,
@@ -145,6 +153,14 @@ impl Clock for FakeClock {
         None
     }
 
+    fn system_time(&self) -> SystemTime {
+        let elapsed = self.now().saturating_duration_since(self.inner.start);
+        self.inner
+            .start_wall
+            .checked_add(elapsed)
+            .unwrap_or(self.inner.start_wall)
+    }
+
     fn subscribe(&self, waker: ClockWaker) -> Subscription {
         let id = {
             let mut st = self.inner.state.lock();
@@ -181,6 +197,17 @@ mod tests {
         c.advance(Duration::from_secs(1));
         c.set(t0);
         assert_eq!(c.now() - t0, Duration::from_secs(1));
+    }
+
+    #[test]
+    fn wall_time_moves_with_fake_time() {
+        let c = FakeClock::new();
+        let w0 = c.system_time();
+        c.advance(Duration::from_secs(7));
+        assert_eq!(
+            c.system_time().duration_since(w0).ok(),
+            Some(Duration::from_secs(7))
+        );
     }
 
     #[test]
