@@ -101,6 +101,8 @@ where
         let mut fast_streak = 0u32;
         // The version last published to the handle (publishing takes its lock).
         let mut published = ResourceVersion::default();
+        // The end of the watch (an error or a close), held back while a due resync runs first.
+        let mut held: Option<Input<T, L::Error, S::Error>> = None;
         loop {
             if *machine.last_sync_resource_version() != published {
                 published = machine.last_sync_resource_version().clone();
@@ -112,7 +114,19 @@ where
             if let (Some(err), Some(hook)) = (out.report.as_ref(), self.hook.as_ref()) {
                 hook(err);
             }
+            let resumed = match &out.command {
+                Command::ReadWatch { .. } => held.take(),
+                Command::Store(_) => None,
+                _ => {
+                    held = None;
+                    None
+                }
+            };
             let input = match out.command {
+                _ if resumed.is_some() => match resumed {
+                    Some(input) => input,
+                    None => continue,
+                },
                 Command::List(opts) => {
                     stream = None;
                     match race(&mut stop, self.lw.list(&opts)).await {
@@ -175,11 +189,13 @@ where
                     } else {
                         fast_streak = 0;
                     }
-                    match (ready, stream.as_mut()) {
+                    let input = match (ready, stream.as_mut()) {
                         (Some(Some(Ok(ev))), _) => Input::Event(ev),
                         (Some(Some(Err(e))), _) => Input::WatchFailed(e),
                         (Some(None), _) | (None, None) => Input::WatchClosed,
                         (None, Some(s)) => {
+                            // The tick goes first when both are ready, so a stream that always
+                            // has an event cannot starve it.
                             let tick = async {
                                 match resync.as_mut() {
                                     Some((_, sleep)) => sleep.await,
@@ -187,25 +203,45 @@ where
                                 }
                             };
                             let tick = pin!(tick);
-                            let next = futures::future::select(s.next(), tick);
+                            let next = futures::future::select(tick, s.next());
                             match race(&mut stop, next).await {
                                 None => return,
-                                Some(Either::Left((Some(Ok(ev)), _))) => Input::Event(ev),
-                                Some(Either::Left((Some(Err(e)), _))) => Input::WatchFailed(e),
-                                Some(Either::Left((None, _))) => Input::WatchClosed,
-                                Some(Either::Right(_)) => {
+                                Some(Either::Right((Some(Ok(ev)), _))) => Input::Event(ev),
+                                Some(Either::Right((Some(Err(e)), _))) => Input::WatchFailed(e),
+                                Some(Either::Right((None, _))) => Input::WatchClosed,
+                                Some(Either::Left(_)) => {
                                     resync = None;
-                                    let allowed = self.should_resync.as_ref().is_none_or(|f| f());
-                                    Input::ResyncDue { allowed }
+                                    Input::ResyncDue {
+                                        allowed: self.should_resync(),
+                                    }
                                 }
                             }
                         }
+                    };
+                    // client-go checks resync on its own timer, beside the watch: a tick already
+                    // due when the watch ends runs before the end is handled, or the relist
+                    // that follows would restart the timer and the tick would be lost.
+                    let ends_watch = matches!(input, Input::WatchFailed(_) | Input::WatchClosed);
+                    match resync_at {
+                        Some(t) if ends_watch && self.clock.now() >= t => {
+                            held = Some(input);
+                            resync = None;
+                            Input::ResyncDue {
+                                allowed: self.should_resync(),
+                            }
+                        }
+                        _ => input,
                     }
                 }
             };
             now = self.clock.now();
             out = machine.step(input, now);
         }
+    }
+
+    /// Whether the store should resync at a tick (`true` without a `should_resync` function).
+    fn should_resync(&self) -> bool {
+        self.should_resync.as_ref().is_none_or(|f| f())
     }
 
     fn apply(&self, call: StoreCall<T>) -> Result<(), S::Error> {

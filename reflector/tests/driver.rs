@@ -121,6 +121,47 @@ async fn the_resync_timer_calls_store_resync_only_when_should_resync_says_so() {
     task.await.unwrap();
 }
 
+/// client-go's resync timer runs beside the watch: a tick that is due when the watch ends is
+/// not thrown away by the relist that follows.
+#[tokio::test(flavor = "current_thread")]
+async fn a_resync_due_as_the_watch_fails_runs_before_the_relist() {
+    let (lw, store, clock) = setup();
+    lw.list_ok(vec![pod("a", "5")], "5", None);
+    lw.list_ok(vec![pod("a", "5")], "5", None);
+    let tx = lw.watch_channel();
+    let r = Reflector::builder(lw.clone(), store.clone())
+        .clock(Arc::new(clock.clone()))
+        .resync_period(Duration::from_secs(10))
+        .build();
+    let handle = r.handle();
+    let task = tokio::spawn(r.run());
+    eventually("watching", || lw.watch_rvs().len() == 1).await;
+    settle().await;
+    // The error and the tick are both ready when the reflector's task next runs.
+    tx.unbounded_send(Err(common::TestError(ErrorKind::Other)))
+        .unwrap();
+    clock.advance(Duration::from_secs(10));
+    settle().await;
+    clock.advance(Duration::from_secs(2));
+    eventually("relisted", || lw.list_rvs().len() == 2).await;
+    eventually("replaced", || {
+        store
+            .calls()
+            .iter()
+            .filter(|c| c.starts_with("replace"))
+            .count()
+            == 2
+    })
+    .await;
+    assert_eq!(
+        store.calls(),
+        ["replace 1 @5", "resync", "replace 1 @5"],
+        "the tick runs before the relist"
+    );
+    handle.stop();
+    task.await.unwrap();
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn a_streaming_initial_list_replaces_the_store_once_and_keeps_watching() {
     let (lw, store, clock) = setup();
