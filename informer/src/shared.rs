@@ -33,12 +33,16 @@ pub(crate) struct Shared<T, M> {
 
 impl<T, M> Shared<T, M> {
     /// Marks the informer synced (idempotent) and tells every handler.
+    ///
+    /// The informer's flag goes up first: a registration's `has_synced` promises the informer's
+    /// (a controller's workers wait on their registration, then read the informer's cache), so
+    /// no handler may be marked synced while the informer still reports it is not.
     pub(crate) fn set_synced(&self) {
         if self.lifecycle.borrow().synced {
             return;
         }
-        self.processor.lock().set_synced();
         self.lifecycle.send_modify(|l| l.synced = true);
+        self.processor.lock().set_synced();
         tracing::debug!(informer = %self.name, "informer synced");
     }
 

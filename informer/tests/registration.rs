@@ -247,3 +247,48 @@ async fn the_prometheus_provider_exports_client_go_names_after_real_events() {
         "{text}"
     );
 }
+
+/// client-go's `HasSynced` promise, in the order it is published: a registration reports synced
+/// only once its informer does (a controller's workers wait on their registration and then read
+/// the informer's cache). A thread spins on one registration of an informer with many handlers
+/// and checks the informer's flag the moment the registration turns synced; the informer's flag
+/// must already be up. A stress test: with the reverse order the window is the time it takes to
+/// mark every other handler synced, which the spinning thread catches within a few rounds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registration_is_never_synced_before_its_informer() {
+    const ROUNDS: usize = 200;
+    const HANDLERS: usize = 64;
+    for round in 0..ROUNDS {
+        let (clock, src) = source();
+        let inf = informer(&clock, &src, Duration::ZERO);
+        let regs: Vec<_> = (0..HANDLERS)
+            .map(|_| inf.add_event_handler(HandlerFuncs::new()).unwrap())
+            .collect();
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let observer = {
+            let (reg, inf, done) = (regs[0].clone(), inf.clone(), done.clone());
+            std::thread::spawn(move || loop {
+                // Read before the registration: once `done` is up, the registration has synced.
+                let done = done.load(std::sync::atomic::Ordering::Acquire);
+                if reg.has_synced() {
+                    return Some(inf.has_synced());
+                }
+                if done {
+                    return None;
+                }
+                std::hint::spin_loop();
+            })
+        };
+        let running = run(&inf);
+        let synced = tokio::time::timeout(WAIT, regs[0].synced()).await;
+        done.store(true, std::sync::atomic::Ordering::Release);
+        let seen = tokio::task::block_in_place(|| observer.join()).unwrap();
+        assert_eq!(synced, Ok(true));
+        assert_eq!(
+            seen,
+            Some(true),
+            "round {round}: a registration reported synced while its informer did not"
+        );
+        running.stop().await;
+    }
+}
