@@ -92,7 +92,9 @@ impl<T> InformerOptions<T> {
         self
     }
 
-    /// The reflector's list page size (default 500; 0 lists in one request).
+    /// The reflector's list page size (0 lists in one request). Without it, client-go's rule:
+    /// pages of 500, but a relist at a known version goes unpaged unless the first list came
+    /// back paginated (see [`ReflectorBuilder::page_size`](kcache_reflector::ReflectorBuilder::page_size)).
     #[must_use]
     pub fn page_size(mut self, size: u32) -> Self {
         self.reflector.page_size = Some(size);

@@ -11,7 +11,8 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The default page size of lists (client-go's pager).
+/// The page size of lists when none is set (client-go's pager); see
+/// [`ReflectorBuilder::page_size`] for when lists are not paged.
 pub const DEFAULT_PAGE_SIZE: u32 = 500;
 
 /// The default minimum watch timeout (client-go: 5 minutes; each watch asks for a random timeout
@@ -21,8 +22,8 @@ pub const DEFAULT_MIN_WATCH_TIMEOUT: Duration = Duration::from_secs(300);
 /// Builds a [`Reflector`]: `Reflector::builder(lister_watcher, store)`, options, then
 /// [`ReflectorBuilder::build`].
 ///
-/// Defaults: name `"reflector"`, [`SystemClock`], no resync, page size
-/// [`DEFAULT_PAGE_SIZE`], watch timeouts in `[5 min, 10 min]`, no streaming initial list,
+/// Defaults: name `"reflector"`, [`SystemClock`], no resync, client-go's paging rule (see
+/// [`page_size`](Self::page_size)), watch timeouts in `[5 min, 10 min]`, no streaming initial list,
 /// [`BackoffConfig::default`], jitter seeded from process randomness, no watch-error hook, keys
 /// read through [`ObjectAccessor`].
 pub struct ReflectorBuilder<T, L: ListWatcher<T>, S: ReflectorStore<T>, M = ObjectAccessor> {
@@ -45,7 +46,7 @@ impl<T, L: ListWatcher<T>, S: ReflectorStore<T>> ReflectorBuilder<T, L, S, Objec
             name: "reflector".to_owned(),
             clock: Arc::new(SystemClock),
             config: Config {
-                page_size: Some(DEFAULT_PAGE_SIZE),
+                page_size: None,
                 min_watch_timeout: DEFAULT_MIN_WATCH_TIMEOUT,
                 resync_period: None,
                 streaming: false,
@@ -124,8 +125,14 @@ where
     }
 
     /// The list page size; `0` lists everything in one request.
+    ///
+    /// Without it the reflector follows client-go's rule: the first list (resource version
+    /// `"0"`) and lists at `""` go in pages of [`DEFAULT_PAGE_SIZE`]; a relist at a known
+    /// version goes in one request, so a source with a watch cache (a Kubernetes apiserver)
+    /// can answer it from memory; but if the `"0"` list came back in several pages (the source
+    /// has no such cache), every later list is paged too. A set size applies to every list.
     pub fn page_size(mut self, size: u32) -> Self {
-        self.config.page_size = (size > 0).then_some(size);
+        self.config.page_size = Some(size);
         self
     }
 

@@ -7,8 +7,10 @@
 //! [`ReflectorStore`](kcache_core::ReflectorStore) (an indexer, a `DeltaFifo`, your own map):
 //!
 //! - list with resource version `"0"` first, then the last synced version, and `""` after an
-//!   Expired or TooLargeResourceVersion answer; in pages of [`DEFAULT_PAGE_SIZE`], with one full
-//!   list if a continue token expires; then one `store.replace(items, list_rv)`;
+//!   Expired or TooLargeResourceVersion answer; in pages of [`DEFAULT_PAGE_SIZE`] (by client-go's
+//!   rule, a relist at a known version is not paged: see [`ReflectorBuilder::page_size`]), with
+//!   one full list at the same version if a continue token expires; then one
+//!   `store.replace(items, list_rv)`;
 //! - watch from the last synced version with bookmarks and a timeout drawn from
 //!   `[min, 2·min]`; every event goes to the store and records its version
 //!   ([`ReflectorHandle::last_sync_resource_version`]);

@@ -25,7 +25,8 @@ pub(crate) const VERY_SHORT_WATCH: Duration = Duration::from_secs(1);
 /// The machine's fixed parameters.
 #[derive(Debug, Clone)]
 pub(crate) struct Config {
-    /// Page size of lists; `None`: no paging.
+    /// Page size of lists as the user set it: `Some(0)` lists in one request; `None` (not
+    /// set) follows client-go's rule (see [`Machine::list_limit`]).
     pub(crate) page_size: Option<u32>,
     pub(crate) min_watch_timeout: Duration,
     pub(crate) resync_period: Option<Duration>,
@@ -132,6 +133,9 @@ pub(crate) struct Machine<T, M> {
     phase: Phase<T>,
     last_sync_rv: ResourceVersion,
     rv_unavailable: bool,
+    /// An RV "0" list came back in several pages: the server ignored its watch cache, so later
+    /// lists keep paging (client-go's `paginatedResult`).
+    paginated_result: bool,
     backoff: Backoff,
     rng: SplitMix64,
     resync_at: Option<Instant>,
@@ -155,6 +159,7 @@ impl<T, M: Meta<T>> Machine<T, M> {
             phase: Phase::Idle,
             last_sync_rv: ResourceVersion::default(),
             rv_unavailable: false,
+            paginated_result: false,
             rng,
             resync_at: None,
             watch_opened_at: None,
@@ -297,18 +302,30 @@ impl<T, M: Meta<T>> Machine<T, M> {
 
     fn start_list<E, SE>(&mut self, report: Option<ReflectorError<E, SE>>) -> Out<T, E, SE> {
         let rv = self.relist_rv();
-        self.phase = Phase::Listing(ListState::new());
+        let limit = self.list_limit(&rv);
+        let opts = ListOptions {
+            resource_version: rv.clone(),
+            limit,
+            ..ListOptions::default()
+        };
+        self.phase = Phase::Listing(ListState::new(rv, limit));
         Output {
             report,
-            command: Command::List(self.list_options(rv)),
+            command: Command::List(opts),
         }
     }
 
-    fn list_options(&self, rv: ResourceVersion) -> ListOptions {
-        ListOptions {
-            resource_version: rv,
-            limit: self.config.page_size,
-            ..ListOptions::default()
+    /// The page size of a list at `rv` (client-go's reflector with its pager): the user's if
+    /// set (0: one request); else pages of [`DEFAULT_PAGE_SIZE`](crate::DEFAULT_PAGE_SIZE),
+    /// except that a list at a known version (neither "" nor "0") goes unpaged so a watch cache
+    /// can serve it, unless an RV "0" list came back paginated (no watch cache answered).
+    pub(super) fn list_limit(&self, rv: &ResourceVersion) -> Option<u32> {
+        match self.config.page_size {
+            Some(0) => None,
+            Some(n) => Some(n),
+            None if self.paginated_result => Some(crate::DEFAULT_PAGE_SIZE),
+            None if !rv.is_empty() && rv.as_str() != "0" => None,
+            None => Some(crate::DEFAULT_PAGE_SIZE),
         }
     }
 

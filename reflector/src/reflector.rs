@@ -19,7 +19,8 @@ pub(crate) type ShouldResync = Arc<dyn Fn() -> bool + Send + Sync>;
 /// Keeps a [`ReflectorStore`] in step with a [`ListWatcher`], following client-go's reflector.
 ///
 /// `run` lists (resource version `"0"` first, then the last synced version, `""` after an
-/// Expired or TooLarge answer; in pages of 500, with a full list if a continue token expires),
+/// Expired or TooLarge answer; paged by client-go's rule, with a full list at the same version if
+/// a continue token expires),
 /// replaces the store's content, then watches from the list's version with bookmarks and a
 /// randomized timeout, applying each event to the store. A clean close re-watches; a `Retry` error
 /// backs off and re-watches; any other error backs off and relists. Optionally, a streaming initial

@@ -274,6 +274,50 @@ async fn an_expired_continue_token_falls_back_to_a_full_list() {
     task.await.unwrap();
 }
 
+/// Starts a reflector with no page size set, lets it list (`first`: the pages of the RV "0"
+/// list), fail its watch and relist; returns the relist's requests as (version, limit).
+async fn relist_requests(first: &[Option<&str>]) -> Vec<(String, Option<u32>)> {
+    let rig = Rig::new();
+    for next in first {
+        rig.lw.list_ok(vec![pod("a", "1")], "10", *next);
+    }
+    rig.lw.watch_err(ErrorKind::Other);
+    rig.lw.list_ok(vec![pod("a", "1")], "12", None);
+    let (handle, task) = rig.start(Duration::ZERO);
+    eventually("first watch", || rig.lw.watch_rvs().len() == 1).await;
+    rig.clock.advance(Duration::from_secs(2));
+    eventually("watching again", || rig.lw.watch_rvs().len() == 2).await;
+    let calls = rig.lw.list_calls.lock().unwrap().clone();
+    handle.stop();
+    task.await.unwrap();
+    assert!(calls[..first.len()]
+        .iter()
+        .all(|c| c.limit == Some(kcache_reflector::DEFAULT_PAGE_SIZE)));
+    calls[first.len()..]
+        .iter()
+        .map(|c| (c.resource_version.to_string(), c.limit))
+        .collect()
+}
+
+// TestReflectorNotPaginatingNotConsistentReads: with no page size set, a relist at a known
+// version is not paged, so a watch cache can serve it.
+#[tokio::test(flavor = "current_thread")]
+async fn not_paginating_not_consistent_reads() {
+    let relist = relist_requests(&[None]).await;
+    assert_eq!(relist, [("10".to_owned(), None)]);
+}
+
+// TestReflectorPaginatingNonConsistentReadsIfWatchCacheDisabled: an RV "0" list that came back
+// in pages shows the source has no watch cache; relists keep paging.
+#[tokio::test(flavor = "current_thread")]
+async fn paginating_non_consistent_reads_if_watch_cache_disabled() {
+    let relist = relist_requests(&[Some("c1"), None]).await;
+    assert_eq!(
+        relist,
+        [("10".to_owned(), Some(kcache_reflector::DEFAULT_PAGE_SIZE))]
+    );
+}
+
 // TestReflectorFullListIfTooLarge / TestReflectorExpiredExactResourceVersion: an Expired or
 // too-large answer to a list at a version is retried at once as a list from "".
 #[tokio::test(flavor = "current_thread")]

@@ -11,17 +11,26 @@ use std::time::Instant;
 pub(super) struct ListState<T> {
     items: Vec<Arc<T>>,
     list_rv: ResourceVersion,
+    /// The version this list asked for (an RV "0" list that pages sets `paginated_result`).
+    requested: ResourceVersion,
+    /// The page size of every request of this list (client-go keeps one pager per list).
+    limit: Option<u32>,
     mid_list: bool,
+    /// A page came with a continue token.
+    paginated: bool,
     retried_from_empty: bool,
     full_fallback: bool,
 }
 
 impl<T> ListState<T> {
-    pub(super) fn new() -> Self {
+    pub(super) fn new(requested: ResourceVersion, limit: Option<u32>) -> Self {
         Self {
             items: Vec::new(),
             list_rv: ResourceVersion::default(),
+            requested,
+            limit,
             mid_list: false,
+            paginated: false,
             retried_from_empty: false,
             full_fallback: false,
         }
@@ -58,7 +67,12 @@ impl<T, M: Meta<T>> Machine<T, M> {
                 if expired_or_large && !st.mid_list && !st.retried_from_empty && !st.full_fallback {
                     self.rv_unavailable = true;
                     st.retried_from_empty = true;
-                    let opts = self.list_options(ResourceVersion::default());
+                    st.requested = ResourceVersion::default();
+                    let opts = ListOptions {
+                        resource_version: ResourceVersion::default(),
+                        limit: st.limit,
+                        ..ListOptions::default()
+                    };
                     self.phase = Phase::Listing(st);
                     return Output {
                         report: Some(ReflectorError::List(e)),
@@ -91,8 +105,9 @@ impl<T, M: Meta<T>> Machine<T, M> {
         match page.continue_token {
             Some(token) if !st.full_fallback => {
                 st.mid_list = true;
+                st.paginated = true;
                 let opts = ListOptions {
-                    limit: self.config.page_size,
+                    limit: st.limit,
                     continue_token: Some(token),
                     ..ListOptions::default()
                 };
@@ -100,6 +115,11 @@ impl<T, M: Meta<T>> Machine<T, M> {
                 cmd(Command::List(opts))
             }
             _ => {
+                if st.paginated && st.requested.as_str() == "0" {
+                    // client-go's paginatedResult: only an RV "0" list tells (a "" list is
+                    // paged by etcd even when a watch cache exists).
+                    self.paginated_result = true;
+                }
                 let rv = st.list_rv;
                 self.phase = Phase::Replacing {
                     rv: rv.clone(),

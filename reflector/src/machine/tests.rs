@@ -52,7 +52,7 @@ struct H {
 
 fn config() -> Config {
     Config {
-        page_size: Some(500),
+        page_size: None,
         min_watch_timeout: Duration::from_secs(300),
         resync_period: None,
         streaming: false,
@@ -482,7 +482,7 @@ fn an_expired_continue_token_falls_back_to_one_full_unpaged_list() {
 #[test]
 fn a_zero_page_size_lists_without_a_limit() {
     let mut h = H::new(Config {
-        page_size: None,
+        page_size: Some(0),
         ..config()
     });
     assert_eq!(list_opts(&h.step(Input::Start)).limit, None);
