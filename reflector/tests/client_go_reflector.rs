@@ -269,7 +269,59 @@ async fn an_expired_continue_token_falls_back_to_a_full_list() {
     let calls = rig.lw.list_calls.lock().unwrap().clone();
     assert_eq!(calls[2].limit, None);
     assert_eq!(calls[2].continue_token, None);
+    assert_eq!(
+        calls[2].resource_version.as_str(),
+        "0",
+        "the full list asks for the version the paged list asked for"
+    );
     assert_eq!(rig.store.calls(), ["replace 2 @11"]);
+    handle.stop();
+    task.await.unwrap();
+}
+
+// The pager's FullListIfExpired, on a relist at a known version: the full list asks for that
+// version again (a watch cache can serve it), not for the most recent state.
+#[tokio::test(flavor = "current_thread")]
+async fn full_list_if_expired_asks_for_the_originally_requested_version() {
+    let rig = Rig::new();
+    rig.lw.list_ok(vec![pod("a", "1")], "10", None);
+    rig.lw.watch_err(ErrorKind::Other);
+    rig.lw.list_ok(vec![pod("a", "1")], "12", Some("c1"));
+    rig.lw.list_err(ErrorKind::Expired);
+    rig.lw
+        .list_ok(vec![pod("a", "1"), pod("b", "11")], "12", None);
+    let errors = rig.errors.clone();
+    let r = Reflector::builder(rig.lw.clone(), rig.store.clone())
+        .clock(Arc::new(rig.clock.clone()))
+        .page_size(1)
+        .on_watch_error(move |e| errors.lock().unwrap().push(e.to_string()))
+        .build();
+    let handle = r.handle();
+    let task = tokio::spawn(r.run());
+    eventually("first watch", || rig.lw.watch_rvs().len() == 1).await;
+    rig.clock.advance(Duration::from_secs(2));
+    eventually("watching again", || rig.lw.watch_rvs().len() == 2).await;
+    let calls = rig.lw.list_calls.lock().unwrap().clone();
+    let asked: Vec<(&str, Option<u32>, Option<&str>)> = calls
+        .iter()
+        .map(|c| {
+            (
+                c.resource_version.as_str(),
+                c.limit,
+                c.continue_token.as_deref(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        asked,
+        [
+            ("0", Some(1), None),
+            ("10", Some(1), None),
+            ("", Some(1), Some("c1")),
+            ("10", None, None),
+        ]
+    );
+    assert_eq!(rig.store.calls(), ["replace 1 @10", "replace 2 @12"]);
     handle.stop();
     task.await.unwrap();
 }

@@ -11,7 +11,7 @@ use std::time::Instant;
 pub(super) struct ListState<T> {
     items: Vec<Arc<T>>,
     list_rv: ResourceVersion,
-    /// The version this list asked for (an RV "0" list that pages sets `paginated_result`).
+    /// The version this list asked for (the expired-continue fallback asks for it again).
     requested: ResourceVersion,
     /// The page size of every request of this list (client-go keeps one pager per list).
     limit: Option<u32>,
@@ -53,11 +53,16 @@ impl<T, M: Meta<T>> Machine<T, M> {
                     ErrorKind::Expired | ErrorKind::TooLargeResourceVersion
                 );
                 if st.mid_list && kind == ErrorKind::Expired && !st.full_fallback {
-                    // The pager's FullListIfExpired: one unpaged list of the most recent state.
+                    // The pager's FullListIfExpired: one unpaged list at the version the list
+                    // asked for (not the most recent state: a relist at a known version must
+                    // not go back to a quorum read because a continue token expired).
                     st.items = Vec::new();
                     st.full_fallback = true;
                     st.mid_list = false;
-                    let opts = ListOptions::default();
+                    let opts = ListOptions {
+                        resource_version: st.requested.clone(),
+                        ..ListOptions::default()
+                    };
                     self.phase = Phase::Listing(st);
                     return Output {
                         report: Some(ReflectorError::List(e)),

@@ -462,8 +462,11 @@ fn an_expired_continue_token_falls_back_to_one_full_unpaged_list() {
     let full = list_opts(&h.step(Input::Listed(Err(err(ErrorKind::Expired)))));
     assert_eq!(
         full,
-        ListOptions::default(),
-        "no limit, no continue, most recent version"
+        ListOptions {
+            resource_version: "0".into(),
+            ..ListOptions::default()
+        },
+        "no limit, no continue, the version the list asked for"
     );
     let out = h.step(Input::Listed(Ok(page(
         vec![obj("a", 1), obj("c", 9)],
