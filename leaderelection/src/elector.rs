@@ -221,9 +221,15 @@ impl<L: Lock> LeaderElector<L> {
         'campaign: loop {
             // Acquire.
             let (sent, version) = loop {
+                // An attempt that hangs (an unreachable store) is given up after the renew
+                // deadline: it could not start a term any more.
+                let give_up = self.clock.sleep_async(self.config.renew_deadline);
                 tokio::select! {
                     biased;
                     () = &mut stop => break 'campaign,
+                    () = give_up => {
+                        tracing::warn!(identity = %self.lock.identity(), "an attempt to acquire the lease timed out");
+                    }
                     attempt = self.try_acquire_or_renew() => {
                         if let Attempt::Won { sent, version } = attempt {
                             if self.clock.now() < saturating_add(sent, self.config.renew_deadline) {

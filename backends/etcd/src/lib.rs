@@ -77,6 +77,11 @@
 //! [`EtcdListWatcher::new`]. etcd-client runs on tokio: list, watch and write inside a tokio
 //! runtime.
 //!
+//! # Leader election
+//! [`EtcdLock`] is a `kcache-leaderelection` lock on one key (compare-and-swap on `mod_revision`;
+//! its docs say why not an etcd lease), so replicas of a controller elect a leader through the
+//! etcd they already read.
+//!
 //! # Examples
 //! A reflector keeping a store of jobs in step with `/jobs/` (needs a running etcd):
 //! ```no_run
@@ -149,6 +154,7 @@ mod decoder;
 mod error;
 mod keys;
 mod list_watcher;
+mod lock;
 mod objects;
 mod watch;
 
@@ -158,4 +164,5 @@ pub use error::{EtcdError, MalformedValue};
 /// `kcache_etcd::SetResourceVersion` keeps working.
 pub use kcache_core::{MetaMut, SetResourceVersion};
 pub use list_watcher::{EtcdListWatcher, DEFAULT_INTERNAL_PAGE_SIZE, DEFAULT_MAX_MESSAGE_SIZE};
+pub use lock::EtcdLock;
 pub use objects::EtcdObjects;
