@@ -42,13 +42,15 @@ pub enum BadInput {
     /// An object whose key cannot be read through the reflector's `Meta` accessor.
     #[error("an object's key cannot be read")]
     ObjectKey(#[source] KeyError),
-    /// A watch event whose object carries no resource version.
+    /// A watch event whose object carries no resource version, from a source whose list had one
+    /// (a source without versions at all is accepted: its events are applied, nothing recorded).
     #[error("a watch event's object has no resource version")]
     EventWithoutResourceVersion,
     /// A bookmark without a resource version.
     #[error("a bookmark has no resource version")]
     BookmarkWithoutResourceVersion,
-    /// A list page without a resource version.
+    /// A list page without a resource version. No longer reported: such a list is accepted, as
+    /// in client-go (the next watch starts from ""); kept so matches on it still compile.
     #[error("a list page has no resource version")]
     ListWithoutResourceVersion,
     /// A `Modified` or `Deleted` event before the end bookmark of a streaming list (only `Added`

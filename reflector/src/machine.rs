@@ -120,7 +120,8 @@ enum Phase<T> {
     OpeningWatch,
     Watching,
     Applying {
-        rv: ResourceVersion,
+        /// The version to record once the store took the event (`None`: record nothing).
+        rv: Option<ResourceVersion>,
         operation: StoreOperation,
     },
     Resyncing,
@@ -259,7 +260,9 @@ impl<T, M: Meta<T>> Machine<T, M> {
                 }
             }
             (Phase::Applying { rv, operation }, Input::StoreDone(res)) => {
-                self.last_sync_rv = rv;
+                if let Some(rv) = rv {
+                    self.last_sync_rv = rv;
+                }
                 self.read_watch(res.err().map(|e| store_error(operation, e)))
             }
             (Phase::Resyncing, Input::StoreDone(res)) => match res {
@@ -413,12 +416,17 @@ impl<T, M: Meta<T>> Machine<T, M> {
             WatchEvent::Modified(o) => (StoreCall::Update(o.clone()), M::resource_version(&o)),
             WatchEvent::Deleted(o) => (StoreCall::Delete(o.clone()), M::resource_version(&o)),
         };
-        if rv.is_empty() {
+        let rv = if !rv.is_empty() {
+            Some(rv)
+        } else if self.last_sync_rv.is_empty() {
+            // A source without versions (its list had none): apply, record nothing.
+            None
+        } else {
             return self.fail_cycle(
                 ReflectorError::BadInput(BadInput::EventWithoutResourceVersion),
                 now,
             );
-        }
+        };
         self.phase = Phase::Applying {
             rv,
             operation: call.operation(),

@@ -53,17 +53,6 @@ async fn first_error_then_recovery(lw: Arc<Scripted>) -> Vec<String> {
 }
 
 #[tokio::test(flavor = "current_thread")]
-async fn a_list_page_without_a_version_is_reported_and_the_reflector_relists() {
-    let lw = Arc::new(Scripted::default());
-    lw.list_ok(vec![pod("a", "1")], "", None);
-    lw.list_ok(vec![pod("a", "1")], "9", None);
-    assert_eq!(
-        first_error_then_recovery(lw).await,
-        ["bad input from the backend"]
-    );
-}
-
-#[tokio::test(flavor = "current_thread")]
 async fn an_object_without_a_name_is_reported_and_the_reflector_relists() {
     let lw = Arc::new(Scripted::default());
     lw.list_ok(vec![pod("", "1")], "3", None);

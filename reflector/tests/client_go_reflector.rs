@@ -453,3 +453,25 @@ async fn a_watch_list_fills_the_store_with_one_replace() {
     handle.stop();
     task.await.unwrap();
 }
+
+// client-go accepts a list without a resource version and watches from "": a source without
+// versions (a plain REST or SQL source) lists once and then watches, with no error.
+#[tokio::test(flavor = "current_thread")]
+async fn a_list_without_a_resource_version_is_accepted() {
+    let rig = Rig::new();
+    rig.lw.list_ok(vec![pod("a", "")], "", None);
+    let tx = rig.lw.watch_channel();
+    let (handle, task) = rig.start(Duration::ZERO);
+    eventually("watching", || rig.lw.watch_rvs().len() == 1).await;
+    tx.unbounded_send(Ok(WatchEvent::Added(pod("b", ""))))
+        .unwrap();
+    eventually("applied", || rig.store.calls().len() == 2).await;
+    settle().await;
+    assert_eq!(rig.store.calls(), ["replace 1 @", "add b"]);
+    assert_eq!(rig.errors(), Vec::<String>::new());
+    assert_eq!(rig.lw.list_rvs(), ["0"]);
+    assert_eq!(rig.lw.watch_rvs(), [""]);
+    assert_eq!(handle.last_sync_resource_version().as_str(), "");
+    handle.stop();
+    task.await.unwrap();
+}

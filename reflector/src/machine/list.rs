@@ -90,12 +90,8 @@ impl<T, M: Meta<T>> Machine<T, M> {
                 return self.fail_cycle(ReflectorError::List(e), now);
             }
         };
-        if page.resource_version.is_empty() {
-            return self.fail_cycle(
-                ReflectorError::BadInput(BadInput::ListWithoutResourceVersion),
-                now,
-            );
-        }
+        // A page without a resource version is accepted, as client-go does: a source without
+        // versions (a plain REST or SQL source) lists with "" and is then watched from "".
         if let Some(err) = page.items.iter().find_map(|o| self.key_error(o)) {
             return self.fail_cycle(ReflectorError::BadInput(BadInput::ObjectKey(err)), now);
         }

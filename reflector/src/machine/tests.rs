@@ -723,19 +723,34 @@ fn a_stream_that_closes_before_its_end_bookmark_falls_back_to_a_list() {
     list_opts(&out);
 }
 
+/// client-go accepts a list without a resource version: the store is replaced, and the watch
+/// starts from "" (a source without versions, such as a plain REST or SQL source, works).
 #[test]
-fn a_list_page_without_a_version_is_bad_input_and_relists_after_backoff() {
+fn list_without_resource_version_is_accepted_and_watched_from_empty() {
     let mut h = H::new(config());
     h.step(Input::Start);
     let out = h.step(Input::Listed(Ok(page(vec![obj("a", 1)], "", None))));
-    assert!(matches!(
-        out.report,
-        Some(ReflectorError::BadInput(
-            BadInput::ListWithoutResourceVersion
-        ))
-    ));
-    sleep_for(&h, &out);
-    list_opts(&h.step(Input::Slept));
+    assert!(out.report.is_none());
+    match out.command {
+        Command::Store(StoreCall::Replace(items, rv)) => {
+            assert_eq!(items.len(), 1);
+            assert!(rv.is_empty());
+        }
+        _ => panic!("expected a replace"),
+    }
+    let w = watch_opts(&h.step(Input::StoreDone(Ok(()))));
+    assert_eq!(w.resource_version.as_str(), "");
+    assert!(is_read(&h.step(Input::WatchOpened(Ok(())))));
+    // Its events carry no version either: applied, nothing recorded, the watch goes on.
+    let versionless = Arc::new(Obj {
+        name: "b".into(),
+        rv: String::new(),
+    });
+    let out = h.step(Input::Event(WatchEvent::Modified(versionless)));
+    assert!(matches!(out.command, Command::Store(StoreCall::Update(_))));
+    let out = h.step(Input::StoreDone(Ok(())));
+    assert!(out.report.is_none() && is_read(&out));
+    assert_eq!(h.rv(), "");
 }
 
 #[test]
