@@ -407,10 +407,12 @@ impl<T, M: Meta<T>> Machine<T, M> {
             WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o)
                 if self.key_error(&o).is_some() =>
             {
+                // client-go skips an object it cannot read and goes on watching: ending the
+                // watch would relist, and the relist would meet the same object again.
                 let err = self
                     .key_error(&o)
                     .map_or(BadInput::EventWithoutResourceVersion, BadInput::ObjectKey);
-                return self.fail_cycle(ReflectorError::BadInput(err), now);
+                return self.read_watch(Some(ReflectorError::BadInput(err)));
             }
             WatchEvent::Added(o) => (StoreCall::Add(o.clone()), M::resource_version(&o)),
             WatchEvent::Modified(o) => (StoreCall::Update(o.clone()), M::resource_version(&o)),

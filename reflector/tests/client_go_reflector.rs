@@ -475,3 +475,27 @@ async fn a_list_without_a_resource_version_is_accepted() {
     handle.stop();
     task.await.unwrap();
 }
+
+// client-go's watch handler skips an object it cannot understand and keeps watching: one poison
+// object must not turn into a relist loop.
+#[tokio::test(flavor = "current_thread")]
+async fn an_unreadable_watch_object_is_skipped_and_the_watch_goes_on() {
+    let rig = Rig::new();
+    rig.lw.list_ok(vec![pod("a", "1")], "1", None);
+    let tx = rig.lw.watch_channel();
+    let (handle, task) = rig.start(Duration::ZERO);
+    eventually("watching", || rig.lw.watch_rvs().len() == 1).await;
+    tx.unbounded_send(Ok(WatchEvent::Added(pod("", "2"))))
+        .unwrap();
+    tx.unbounded_send(Ok(WatchEvent::Added(pod("b", "3"))))
+        .unwrap();
+    eventually("applied", || rig.store.calls().len() == 2).await;
+    settle().await;
+    assert_eq!(rig.store.calls(), ["replace 1 @1", "add b"]);
+    assert_eq!(rig.errors(), ["bad input from the backend"]);
+    assert_eq!(rig.lw.list_rvs(), ["0"], "no relist");
+    assert_eq!(rig.lw.watch_rvs(), ["1"], "the same watch goes on");
+    assert_eq!(handle.last_sync_resource_version().as_str(), "3");
+    handle.stop();
+    task.await.unwrap();
+}

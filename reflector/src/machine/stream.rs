@@ -1,7 +1,7 @@
 //! The streaming-list half of the machine (watch-list): collect `Added` events until the
 //! end-of-initial-events bookmark, then one replace; fall back to a list on errors.
 
-use super::{cmd, After, Command, Input, Machine, Out, Phase, StoreCall};
+use super::{cmd, After, Command, Input, Machine, Out, Output, Phase, StoreCall};
 use crate::error::{BadInput, ReflectorError};
 use crate::list_watcher::{BackendError, ErrorKind, WatchEvent};
 use kcache_core::{Meta, ResourceVersion};
@@ -24,12 +24,18 @@ impl<T, M: Meta<T>> Machine<T, M> {
             }
             Input::WatchOpened(Err(e)) | Input::WatchFailed(e) => e,
             Input::Event(WatchEvent::Added(o)) => {
-                if let Some(k) = self.key_error(&o) {
-                    return self.start_list(Some(ReflectorError::BadInput(BadInput::ObjectKey(k))));
+                let report = self
+                    .key_error(&o)
+                    .map(|k| ReflectorError::BadInput(BadInput::ObjectKey(k)));
+                // An object whose key cannot be read is skipped and reported, as in a watch.
+                if report.is_none() {
+                    items.push(o);
                 }
-                items.push(o);
                 self.phase = Phase::Streaming { requested, items };
-                return cmd(Command::ReadWatch { resync_at: None });
+                return Output {
+                    report,
+                    command: Command::ReadWatch { resync_at: None },
+                };
             }
             Input::Event(WatchEvent::Modified(_)) => {
                 let bad = BadInput::UnexpectedEventDuringInitialEvents { event: "Modified" };
