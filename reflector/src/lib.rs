@@ -21,6 +21,11 @@
 //!   bookmark, then the same stream goes on), resync timer with `should_resync`, a watch-error
 //!   hook, and a [`ReflectorHandle`] to stop it.
 //!
+//! No type to write for a quick backend: [`ListWatch`] builds a `ListWatcher` from a list closure
+//! and a watch closure (client-go's `cache.ListWatch`), and [`PollingListWatcher`] turns a source
+//! that can only be listed (a REST endpoint, a SQL table, a directory) into one, reporting the
+//! difference between successive polls as watch events.
+//!
 //! Everything that waits goes through a [`Clock`](kcache_core::Clock), so tests run on a
 //! [`FakeClock`](kcache_core::FakeClock) without sleeping. The protocol itself is a pure state
 //! machine, tested without I/O. To test your own controller against a flaky source, wrap the
@@ -92,8 +97,10 @@ mod builder;
 mod error;
 mod fault;
 mod handle;
+mod list_watch;
 mod list_watcher;
 mod machine;
+mod polling;
 mod reflector;
 mod sync;
 
@@ -104,8 +111,10 @@ pub use fault::{
     FaultError, FaultHandle, FaultInjector, FaultPlan, FaultSite, FaultStats, InjectedFault,
 };
 pub use handle::ReflectorHandle;
+pub use list_watch::ListWatch;
 pub use list_watcher::{
     BackendError, Bookmark, ErrorKind, ListOptions, ListPage, ListWatcher, ResourceVersionMatch,
     WatchEvent, WatchOptions, WatchStream,
 };
+pub use polling::{content_fingerprint, PollError, PollingListWatcher, DEFAULT_POLL_PERIOD};
 pub use reflector::Reflector;
