@@ -1,6 +1,7 @@
 //! The reflector's backoff (client-go's default: 800 ms, ×2, jitter 1.0, cap 30 s, reset after
 //! 2 healthy minutes) and the seeded pseudo-random numbers behind its jitter.
 
+use crate::error::ConfigError;
 use std::hash::{BuildHasher, Hasher};
 use std::time::{Duration, Instant};
 
@@ -10,6 +11,12 @@ use std::time::{Duration, Instant};
 /// multiplied by `factor` after each use and is capped at `cap` (so with the defaults the delays
 /// are in `[0.8 s, 1.6 s)`, `[1.6 s, 3.2 s)`, … and finally `[30 s, 60 s)`). After `reset_after`
 /// without a backoff, `d` starts again at `initial`. These are client-go's reflector defaults.
+///
+/// The arithmetic saturates: a huge `factor` (or `initial`, or `cap` up to [`Duration::MAX`])
+/// reaches `cap` and stays there, and the jitter's extra wait is at most `cap`, so no value makes
+/// the reflector panic. Values that make no sense (a negative, NaN or infinite `factor` or
+/// `jitter`) are refused by [`BackoffConfig::validate`], which
+/// [`ReflectorBuilder::try_build`](crate::ReflectorBuilder::try_build) calls.
 ///
 /// # Examples
 /// ```
@@ -24,9 +31,11 @@ use std::time::{Duration, Instant};
 pub struct BackoffConfig {
     /// The first delay (before jitter).
     pub initial: Duration,
-    /// The growth factor per backoff (values below 1 are treated as 1).
+    /// The growth factor per backoff (values from 0 to 1 are treated as 1; negative, NaN and
+    /// infinite values are refused by [`validate`](Self::validate)).
     pub factor: f64,
-    /// The jitter fraction: each delay is uniform in `[d, d + jitter·d)` (negative values count as 0).
+    /// The jitter fraction: each delay is uniform in `[d, d + jitter·d)` (negative, NaN and
+    /// infinite values are refused by [`validate`](Self::validate)).
     pub jitter: f64,
     /// The largest delay before jitter.
     pub cap: Duration,
@@ -44,6 +53,41 @@ impl Default for BackoffConfig {
             reset_after: Duration::from_secs(120),
         }
     }
+}
+
+impl BackoffConfig {
+    /// Checks that `factor` and `jitter` are finite and not negative.
+    ///
+    /// # Errors
+    /// [`ConfigError::BackoffFactor`] or [`ConfigError::BackoffJitter`] with the refused value.
+    ///
+    /// # Examples
+    /// ```
+    /// use kcache_reflector::{BackoffConfig, ConfigError};
+    ///
+    /// assert!(BackoffConfig::default().validate().is_ok());
+    /// let bad = BackoffConfig { factor: f64::INFINITY, ..BackoffConfig::default() };
+    /// assert!(matches!(bad.validate(), Err(ConfigError::BackoffFactor(_))));
+    /// ```
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let sound = |x: f64| x.is_finite() && x >= 0.0;
+        if !sound(self.factor) {
+            return Err(ConfigError::BackoffFactor(self.factor));
+        }
+        if !sound(self.jitter) {
+            return Err(ConfigError::BackoffJitter(self.jitter));
+        }
+        Ok(())
+    }
+}
+
+/// `d · f`, saturating at `max`; zero for a zero `d` and for an `f` that is not positive (NaN
+/// included).
+fn mul_saturating(d: Duration, f: f64, max: Duration) -> Duration {
+    if d.is_zero() || f.is_nan() || f <= 0.0 {
+        return Duration::ZERO;
+    }
+    Duration::try_from_secs_f64(d.as_secs_f64() * f).map_or(max, |x| x.min(max))
 }
 
 /// A small, seedable pseudo-random generator (SplitMix64): deterministic per seed, good enough
@@ -116,11 +160,15 @@ impl Backoff {
             }
         }
         self.last = Some(now);
-        let base = self.current.min(self.config.cap);
-        let grown = base.mul_f64(self.config.factor.max(1.0));
-        self.current = grown.min(self.config.cap);
-        let jitter = self.config.jitter.max(0.0);
-        base + base.mul_f64(jitter * rng.next_f64())
+        let cap = self.config.cap;
+        let base = self.current.min(cap);
+        // `f64::max` ignores NaN: a NaN factor grows nothing.
+        self.current = mul_saturating(base, self.config.factor.max(1.0), cap);
+        base.saturating_add(mul_saturating(
+            base,
+            self.config.jitter * rng.next_f64(),
+            cap,
+        ))
     }
 }
 
@@ -176,6 +224,77 @@ mod tests {
         let mut rng = SplitMix64::new(3);
         assert_eq!(b.next_delay(now, &mut rng), ms(800));
         assert_eq!(b.next_delay(now, &mut rng), ms(1600));
+    }
+
+    #[test]
+    fn huge_and_infinite_parameters_saturate_at_the_cap_instead_of_panicking() {
+        let clock = kcache_core::FakeClock::new();
+        let now = kcache_core::Clock::now(&clock);
+        let mut rng = SplitMix64::new(5);
+        let d = BackoffConfig::default();
+        let cases = [
+            BackoffConfig { factor: 1e30, ..d },
+            BackoffConfig {
+                factor: f64::INFINITY,
+                ..d
+            },
+            BackoffConfig {
+                factor: f64::NAN,
+                ..d
+            },
+            BackoffConfig { factor: -3.0, ..d },
+            BackoffConfig {
+                jitter: f64::INFINITY,
+                ..d
+            },
+            BackoffConfig { jitter: 1e300, ..d },
+            BackoffConfig {
+                jitter: f64::NAN,
+                ..d
+            },
+            BackoffConfig { jitter: -1.0, ..d },
+            BackoffConfig {
+                initial: Duration::MAX,
+                cap: Duration::MAX,
+                ..d
+            },
+            BackoffConfig {
+                initial: Duration::MAX,
+                cap: Duration::MAX,
+                factor: f64::INFINITY,
+                jitter: f64::INFINITY,
+                ..d
+            },
+        ];
+        for cfg in cases {
+            let mut b = Backoff::new(cfg);
+            for _ in 0..70 {
+                let delay = b.next_delay(now, &mut rng);
+                let cap = cfg.cap;
+                assert!(delay >= cfg.initial.min(cap), "{cfg:?}: {delay:?}");
+                assert!(delay <= cap.saturating_mul(2), "{cfg:?}: {delay:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn validate_refuses_negative_nan_and_infinite_factor_and_jitter() {
+        let d = BackoffConfig::default();
+        assert_eq!(d.validate(), Ok(()));
+        assert_eq!(BackoffConfig { factor: 0.5, ..d }.validate(), Ok(()));
+        assert_eq!(BackoffConfig { factor: 1e30, ..d }.validate(), Ok(()));
+        for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -1.0] {
+            let f = BackoffConfig { factor: bad, ..d }.validate();
+            assert!(
+                matches!(f, Err(ConfigError::BackoffFactor(_))),
+                "{bad}: {f:?}"
+            );
+            let j = BackoffConfig { jitter: bad, ..d }.validate();
+            assert!(
+                matches!(j, Err(ConfigError::BackoffJitter(_))),
+                "{bad}: {j:?}"
+            );
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@ use crate::backoff::BackoffConfig;
 use crate::handle::Shared;
 use crate::machine::Config;
 use crate::reflector::{Hook, Reflector, ShouldResync};
-use crate::{ListWatcher, ReflectorError};
+use crate::{ConfigError, ListWatcher, ReflectorError};
 use kcache_core::{Clock, Meta, ObjectAccessor, ReflectorStore, SystemClock};
 use std::fmt;
 use std::marker::PhantomData;
@@ -137,7 +137,8 @@ where
     }
 
     /// The minimum watch timeout: each watch asks the backend to end it after a random duration in
-    /// `[min, 2·min]`. Unlike client-go, values below 5 minutes are honoured (useful in tests).
+    /// `[min, 2·min]` (saturating at [`Duration::MAX`], so any value is safe). Unlike client-go,
+    /// values below 5 minutes are honoured (useful in tests).
     pub fn min_watch_timeout(mut self, min: Duration) -> Self {
         self.config.min_watch_timeout = min;
         self
@@ -150,7 +151,8 @@ where
         self
     }
 
-    /// The backoff parameters.
+    /// The backoff parameters. [`build`](Self::build) takes them as they are (the arithmetic
+    /// saturates); [`try_build`](Self::try_build) refuses nonsensical ones.
     pub fn backoff(mut self, backoff: BackoffConfig) -> Self {
         self.config.backoff = backoff;
         self
@@ -173,7 +175,41 @@ where
         self
     }
 
-    /// The reflector.
+    /// The reflector, after checking the settings.
+    ///
+    /// # Errors
+    /// [`ConfigError`] for a setting that makes no sense: a backoff `factor` or `jitter` that is
+    /// negative, NaN or infinite ([`BackoffConfig::validate`]).
+    ///
+    /// # Examples
+    /// ```
+    /// use kcache_memory::MemorySource;
+    /// use kcache_indexer::Indexer;
+    /// use kcache_reflector::{BackoffConfig, ConfigError, Reflector};
+    /// # #[derive(Debug, Clone)] struct Job;
+    /// # impl kcache_core::Object for Job {
+    /// #     fn namespace(&self) -> Option<&str> { None }
+    /// #     fn name(&self) -> &str { "j" }
+    /// #     fn resource_version(&self) -> kcache_core::ResourceVersion { "1".into() }
+    /// # }
+    /// # impl kcache_memory::SetResourceVersion for Job {
+    /// #     fn set_resource_version(&mut self, _: kcache_core::ResourceVersion) {}
+    /// # }
+    ///
+    /// let source: MemorySource<Job> = MemorySource::new();
+    /// let backoff = BackoffConfig { jitter: f64::NAN, ..BackoffConfig::default() };
+    /// let built = Reflector::builder(source, Indexer::<Job>::new()).backoff(backoff).try_build();
+    /// assert!(matches!(built, Err(ConfigError::BackoffJitter(_))));
+    /// ```
+    pub fn try_build(self) -> Result<Reflector<T, L, S, M>, ConfigError> {
+        self.config.backoff.validate()?;
+        Ok(self.build())
+    }
+
+    /// The reflector, with the settings as given: nothing is refused, and the backoff and
+    /// watch-timeout arithmetic saturates, so even nonsensical values cannot make it panic (a NaN
+    /// backoff factor grows nothing; an infinite one or infinite jitter reaches the cap at once).
+    /// Prefer [`try_build`](Self::try_build), which refuses them.
     pub fn build(self) -> Reflector<T, L, S, M> {
         Reflector {
             lw: self.lw,

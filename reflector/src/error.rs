@@ -3,6 +3,20 @@
 use kcache_core::KeyError;
 use std::time::Duration;
 
+/// A reflector setting that makes no sense, refused by
+/// [`ReflectorBuilder::try_build`](crate::ReflectorBuilder::try_build) (and by an informer's
+/// `run`).
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// [`BackoffConfig::factor`](crate::BackoffConfig::factor) is negative, NaN or infinite.
+    #[error("backoff factor {0} is not a finite, non-negative number")]
+    BackoffFactor(f64),
+    /// [`BackoffConfig::jitter`](crate::BackoffConfig::jitter) is negative, NaN or infinite.
+    #[error("backoff jitter {0} is not a finite, non-negative number")]
+    BackoffJitter(f64),
+}
+
 /// Which store call failed (see [`ReflectorError::Store`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StoreOperation {

@@ -106,7 +106,7 @@ mod sync;
 
 pub use backoff::BackoffConfig;
 pub use builder::{ReflectorBuilder, DEFAULT_MIN_WATCH_TIMEOUT, DEFAULT_PAGE_SIZE};
-pub use error::{BadInput, ReflectorError, StoreOperation};
+pub use error::{BadInput, ConfigError, ReflectorError, StoreOperation};
 pub use fault::{
     FaultError, FaultHandle, FaultInjector, FaultPlan, FaultSite, FaultStats, InjectedFault,
 };

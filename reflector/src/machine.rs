@@ -335,7 +335,9 @@ impl<T, M: Meta<T>> Machine<T, M> {
     fn watch_timeout(&mut self) -> Duration {
         let min = self.config.min_watch_timeout;
         let nanos = u64::try_from(min.as_nanos()).unwrap_or(u64::MAX);
-        min + Duration::from_nanos(self.rng.below(nanos.saturating_add(1)))
+        min.saturating_add(Duration::from_nanos(
+            self.rng.below(nanos.saturating_add(1)),
+        ))
     }
 
     fn start_watch<E, SE>(&mut self, report: Option<ReflectorError<E, SE>>) -> Out<T, E, SE> {
