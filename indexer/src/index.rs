@@ -146,7 +146,8 @@ pub(crate) struct IndexData {
 }
 
 impl IndexData {
-    /// Appends the values `func` gives `obj` as the next segment of `scratch`, deduplicated.
+    /// Appends the values `func` gives `obj` as the next segment of `scratch`, deduplicated
+    /// (first occurrence kept), in time linear in the number of values.
     pub(crate) fn stage<T>(
         &self,
         func: &Func<T>,
@@ -158,20 +159,8 @@ impl IndexData {
         let Scratch { pending, text, .. } = scratch;
         func.visit(obj, key, &mut |value: &str| {
             let p = match self.lookup.get(value) {
-                Some(&vid) => {
-                    if pending[start..].contains(&Pending::Known(vid)) {
-                        return;
-                    }
-                    Pending::Known(vid)
-                }
+                Some(&vid) => Pending::Known(vid),
                 None => {
-                    let dup = pending[start..].iter().any(|p| match *p {
-                        Pending::New(s, e) => &text[s as usize..e as usize] == value,
-                        Pending::Known(_) => false,
-                    });
-                    if dup {
-                        return;
-                    }
                     let s = text.len();
                     text.push_str(value);
                     Pending::New(to_u32(s), to_u32(text.len()))
@@ -179,6 +168,7 @@ impl IndexData {
             };
             pending.push(p);
         })?;
+        dedup_segment(&mut scratch.pending, start, &scratch.text);
         scratch.ends.push(scratch.pending.len());
         Ok(())
     }
@@ -203,10 +193,12 @@ impl IndexData {
         } = scratch;
         let new = &pending[start..end];
         let old = self.old(id);
-        let unchanged = new.len() == old.len()
-            && new
-                .iter()
-                .all(|p| matches!(p, Pending::Known(v) if old.contains(v)));
+        // `new` holds no duplicates: it equals `old` if it has as many values, all in `old`.
+        let unchanged = new.len() == old.len() && {
+            let old = SmallSet::new(old);
+            new.iter()
+                .all(|p| matches!(p, Pending::Known(v) if old.contains(*v)))
+        };
         if unchanged {
             return;
         }
@@ -228,8 +220,9 @@ impl IndexData {
             Some(MULTI) => OldVids::Many(self.multi.remove(&id).unwrap_or_default()),
             Some(v) => OldVids::One(v),
         };
+        let kept = SmallSet::new(vids);
         for &vid in old.as_slice() {
-            if !vids.contains(&vid) {
+            if !kept.contains(vid) {
                 self.unindex(id, vid);
             }
         }
@@ -340,6 +333,98 @@ impl IndexData {
             }
         }
         Ok(())
+    }
+}
+
+/// Up to this many values, duplicates are found by comparing every pair (cheaper than hashing
+/// for the one to three values of a typical index); beyond it, by hashing, so a function that
+/// returns many values costs linear time, not quadratic.
+const LINEAR_MAX: usize = 16;
+
+// Counts the equality probes of the dedup and membership checks on this thread, so a test can
+// tell linear from quadratic work without timing anything.
+#[cfg(test)]
+thread_local! {
+    static PROBES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+#[inline]
+fn probe() {
+    #[cfg(test)]
+    PROBES.with(|p| p.set(p.get() + 1));
+}
+
+/// Removes later duplicates from `pending[start..]` (a `New` value is compared by its text in
+/// `text`), keeping the first occurrence of each and the order.
+fn dedup_segment(pending: &mut Vec<Pending>, start: usize, text: &str) {
+    let value = |p: &Pending| match *p {
+        Pending::Known(v) => Err(v),
+        Pending::New(s, e) => Ok(&text[s as usize..e as usize]),
+    };
+    let len = pending.len() - start;
+    if len < 2 {
+        return;
+    }
+    let mut write = start;
+    if len <= LINEAR_MAX {
+        for read in start..pending.len() {
+            let p = pending[read];
+            let dup = pending[start..write].iter().any(|q| {
+                probe();
+                value(q) == value(&p)
+            });
+            if !dup {
+                pending[write] = p;
+                write += 1;
+            }
+        }
+    } else {
+        let mut known: HashSet<u32, Hasher> =
+            HashSet::with_capacity_and_hasher(len, Hasher::default());
+        let mut new: HashSet<&str, Hasher> =
+            HashSet::with_capacity_and_hasher(len, Hasher::default());
+        for read in start..pending.len() {
+            let p = pending[read];
+            probe();
+            let first = match value(&p) {
+                Err(v) => known.insert(v),
+                Ok(t) => new.insert(t),
+            };
+            if first {
+                pending[write] = p;
+                write += 1;
+            }
+        }
+    }
+    pending.truncate(write);
+}
+
+/// A set of value ids for membership tests: a scan when small, a hash set when large.
+enum SmallSet<'a> {
+    Scan(&'a [u32]),
+    Hashed(HashSet<u32, Hasher>),
+}
+
+impl<'a> SmallSet<'a> {
+    fn new(ids: &'a [u32]) -> Self {
+        if ids.len() <= LINEAR_MAX {
+            SmallSet::Scan(ids)
+        } else {
+            SmallSet::Hashed(ids.iter().copied().collect())
+        }
+    }
+
+    fn contains(&self, id: u32) -> bool {
+        match self {
+            SmallSet::Scan(ids) => ids.iter().any(|&v| {
+                probe();
+                v == id
+            }),
+            SmallSet::Hashed(set) => {
+                probe();
+                set.contains(&id)
+            }
+        }
     }
 }
 
@@ -480,6 +565,66 @@ mod tests {
         write(&mut ix, 0, &vec!["x", "w"]);
         assert!(ix.keys("z").is_none());
         assert_eq!(ix.recorded(0).collect::<Vec<_>>(), ["x", "w"]);
+    }
+
+    /// The probes one write of `obj` over `before` costs (stage + set).
+    fn probes_of_write(before: &[String], obj: &[String]) -> u64 {
+        let f: Func<Vec<String>> = Func::Values(Box::new(|v: &Vec<String>| Ok(v.clone())));
+        let mut ix = IndexData::default();
+        let mut scratch = Scratch::default();
+        ix.stage(&f, &before.to_vec(), None, &mut scratch).unwrap();
+        ix.set(0, &mut scratch, 0);
+        scratch.clear();
+        PROBES.with(|p| p.set(0));
+        ix.stage(&f, &obj.to_vec(), None, &mut scratch).unwrap();
+        ix.set(0, &mut scratch, 0);
+        let probes = PROBES.with(std::cell::Cell::get);
+        ix.check().unwrap();
+        probes
+    }
+
+    #[test]
+    fn indexing_many_values_costs_linear_not_quadratic_probes() {
+        for n in [1_000usize, 8_000] {
+            let distinct: Vec<String> = (0..n).map(|i| format!("v{i}")).collect();
+            let shifted: Vec<String> = (n / 2..n + n / 2).map(|i| format!("v{i}")).collect();
+            let repeated: Vec<String> = (0..n).map(|i| format!("v{}", i % 7)).collect();
+            let cases = [
+                ("add, distinct new values", &[][..], &distinct[..]),
+                ("add, one value repeated", &[], &repeated),
+                ("update, same values", &distinct, &distinct),
+                ("update, half the values replaced", &distinct, &shifted),
+            ];
+            for (what, before, obj) in cases {
+                let probes = probes_of_write(before, obj);
+                // Linear: a few probes per value. Quadratic would be about n²/2.
+                assert!(
+                    probes <= 4 * n as u64,
+                    "{what}, {n} values: {probes} probes"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn duplicates_are_dropped_in_order_on_both_paths() {
+        for n in [3usize, 16, 17, 100] {
+            let mut values: Vec<String> = (0..n).map(|i| format!("v{i}")).collect();
+            values.extend((0..n).rev().map(|i| format!("v{i}")));
+            let f: Func<Vec<String>> = Func::Values(Box::new(|v: &Vec<String>| Ok(v.clone())));
+            let mut ix = IndexData::default();
+            let mut scratch = Scratch::default();
+            // First as new values, then again as known ones.
+            for _ in 0..2 {
+                scratch.clear();
+                ix.stage(&f, &values, None, &mut scratch).unwrap();
+                ix.set(0, &mut scratch, 0);
+                ix.check().unwrap();
+                let recorded: Vec<&str> = ix.recorded(0).collect();
+                let expected: Vec<String> = (0..n).map(|i| format!("v{i}")).collect();
+                assert_eq!(recorded, expected, "{n}");
+            }
+        }
     }
 
     #[test]
