@@ -10,13 +10,14 @@
 //! The library holds what both share: the baselines ([`naive`] follows client-go's design,
 //! [`floor`] does the least any implementation of the job must do), the small traits the workloads
 //! are written against ([`api`]), the workload definitions ([`workloads`]), the input generator
-//! ([`splitmix`]), the Kubernetes objects of the store workloads ([`objects`]) and measurement
+//! ([`splitmix`]), the replaying source of the informer workloads ([`replay`]), the Kubernetes objects of the store workloads ([`objects`]) and measurement
 //! helpers ([`stats`], [`rss`]).
 
 pub mod api;
 pub mod floor;
 pub mod naive;
 pub mod objects;
+pub mod replay;
 pub mod rss;
 pub mod splitmix;
 pub mod stats;

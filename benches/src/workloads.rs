@@ -6,9 +6,10 @@
 //! checks its own result. Adding a workload means one module and one line in [`registry`].
 
 mod e1;
-mod e1_drain;
+mod e1_memory;
 mod f1;
 mod i1;
+mod m1;
 mod q1;
 mod q2;
 mod q3;
@@ -43,22 +44,30 @@ pub const QUEUE_IMPLS: &[&str] = &["kcache", "naive", "floor"];
 pub fn registry() -> Vec<Workload> {
     let mut all = vec![q1::WORKLOAD, q2::WORKLOAD, q3::WORKLOAD, q4::QUEUE];
     all.extend_from_slice(&q4::LIMITER);
-    all.extend([i1::WORKLOAD, f1::WORKLOAD, e1::E1, e1::M1]);
+    all.extend([
+        i1::WORKLOAD,
+        f1::WORKLOAD,
+        e1::E1,
+        e1_memory::E1_MEMORY,
+        m1::M1,
+    ]);
     all
 }
 
 /// The workloads `selector` names: one by exact name, `all`, or every workload whose name starts
-/// with `selector` and a dash (`q4limiter` selects its four variants).
+/// with `selector` and a dash (`q4limiter` selects its four variants); several such selectors
+/// may be joined by commas (`e1,m1,m2`).
 pub fn select(selector: &str) -> Vec<Workload> {
+    let names = |w: &Workload, one: &str| {
+        one == "all"
+            || w.name == one
+            || w.name
+                .strip_prefix(one)
+                .is_some_and(|rest| rest.starts_with('-'))
+    };
     registry()
         .into_iter()
-        .filter(|w| {
-            selector == "all"
-                || w.name == selector
-                || w.name
-                    .strip_prefix(selector)
-                    .is_some_and(|rest| rest.starts_with('-'))
-        })
+        .filter(|w| selector.split(',').any(|one| names(w, one)))
         .collect()
 }
 

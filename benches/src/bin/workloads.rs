@@ -23,7 +23,8 @@ alike. \"cpu_ms\" is the child's whole CPU time (input building included, 10 ms 
 below wall time x threads means the machine was busy with other work. Exits 1 if any run failed
 its check (wrong count or final state), crashed or timed out; 2 on a usage error.
 
-  <workload>      a name below, `all`, or a prefix such as `q4limiter` (all its variants)
+  <workload>      a name below, `all`, a prefix such as `q4limiter` (all its variants), or
+                  several of these joined by commas (`e1,m1,m2`)
   --impl NAME     only this implementation (ratios need kcache in the same invocation)
   --runs N        runs per (workload, impl), default 5
   --timeout SECS  kill a run after this long, default 300
@@ -32,11 +33,13 @@ Implementations: kcache (kcache_workqueue), naive (client-go's design ported as 
 HashSet dirty/processing + Condvar; waiting-loop thread fed by a bounded channel; Mutex<HashMap>
 limiter), floor (crossbeam unbounded channel, no dedup; q3/q4queue: BinaryHeap + Condvar timer
 thread feeding the channel; q4 limiters: one parking_lot Mutex<HashMap<u64, u32>> with foldhash).
-Store workloads (i1, f1, e1, m1) hold k8s-openapi ConfigMaps: kcache (kcache_indexer::Indexer,
-kcache_deltafifo::DeltaFifo, kcache_informer over kcache_memory), rwlock-hashmap (client-go's
+Store workloads (i1, f1, e1, e1-memory, m1, m2) hold k8s-openapi ConfigMaps: kcache
+(kcache_indexer::Indexer, kcache_deltafifo::DeltaFifo, kcache_informer over a replay of prebuilt
+events in e1 and m2, over kcache_memory in e1-memory and m1), rwlock-hashmap (client-go's
 threadSafeMap as is: parking_lot RwLock<HashMap<String, Arc<T>>> + hand-kept index maps; m1: no
-index), kube-runtime (reflector::Store fed watcher::Events; only the operations it has: no indexes,
-no DeltaFifo). Bytes per object are counted on the building thread by allocation-counter.
+index), kube-runtime (reflector::Store fed watcher::Events through Writer::apply_watcher_event;
+only the operations it has: no indexes, no DeltaFifo), kube-runtime-shared (e1: store_shared +
+reflector() + 2 subscriber threads). Bytes per object are counted on the building thread by allocation-counter.
 q2 keys are Arc<str> for every impl. q4limiter's variants are separate workloads, named
 q4limiter-{grow,pair}-{1,2}t, so each has its own summary and ratio.
 

@@ -1,40 +1,41 @@
-//! e1 and m1: a kcache informer over the in-memory source (kcache-memory) holding 100,000
-//! ConfigMaps, next to kube-runtime's reflector and store.
+//! e1: informer ingest, every side fed the same prebuilt events (see `WORKLOADS.md`).
 //!
-//! - e1: time from `run` to `has_synced`; then 1,000,000 updates on 10,000 keys written to the
-//!   source, delivered to 2 handlers that count; wall until both saw the last one.
-//!   kube-runtime: `reflector::reflector(writer, stream)` fed the same sequence as a stream of
-//!   prebuilt `watcher::Event`s (`Init`, 100,000 `InitApply`, `InitDone`, then 1,000,000 `Apply`);
-//!   its "handlers" are two counting calls made inline by the task consuming the reflector's stream
-//!   (kube-runtime has no per-handler fan-out). Its side thus has no source to write through and
-//!   no thread hand-off: a conservative comparison for kcache.
-//!   `memory-source` is kcache's floor: the same 1,000,000 updates written to the same source
-//!   with no watcher and no informer. kcache's wall includes these writes, so it can never
-//!   deliver faster than this. `kcache-drain` (module `e1_drain`) takes the source out of the
-//!   wall instead: the updates wait in the informer's watch, and the clock runs from releasing
-//!   them until both handlers saw the last, as kube-runtime's side consumes prebuilt events.
-//! - m1: bytes per cached object beyond the object, after sync: the running informer (no handler,
-//!   no index: cache, FIFO, reflector and watch; `cache_bytes_per_object` is what remains once it
-//!   stops, the cache alone), kube-runtime's store (`Init`, `InitApply`s, `InitDone` applied by its
-//!   writer), and a plain `RwLock<HashMap<String, Arc<_>>>` (no index). Allocations are counted on
-//!   the thread that builds each cache.
+//! Inputs, built before any clock starts: the 100,000 objects of the initial list (list version
+//! "100000") and 1,000,000 updates, update `n` on key `n % 10,000` with resourceVersion
+//! `{100000 + n + 1}`.
+//!
+//! - `kcache`: a [`SharedIndexInformer`] over a [`Replay`] source (the prebuilt list, then the
+//!   prebuilt updates as one watch, held back until the sync point) with 2 handlers that count.
+//!   `sync_ms`: from `run` to `has_synced`. Then, once both handlers counted the 100,000 initial
+//!   adds, the clock restarts, the watch is released, and stops when both handlers saw the last
+//!   update.
+//! - `kube-runtime`: its bare store, `Writer::apply_watcher_event` over `Init`, 100,000
+//!   `InitApply`, `InitDone` (`sync_ms`), then 1,000,000 `Apply` on one thread, no fan-out: the
+//!   floor of a cache write.
+//! - `kube-runtime-shared`: `store_shared(1024)` + `reflector()` over the same events as a stream,
+//!   2 subscribers (`Writer::subscribe`) each on its own thread counting every object it receives
+//!   (the initial list is broadcast at `InitDone`). The stream waits after `InitDone` until both
+//!   subscribers counted the 100,000 initial objects (the sync point, `sync_ms`); the clock then
+//!   runs until both have received the last update.
+//!
+//! Checks: 100,000 objects cached, key 9,999 holds the last update's version, an untouched key
+//! (object 99,999) keeps version "100000", each handler or subscriber saw 1,000,000 updates.
 
 use super::{check, join, nanos, now, unknown_impl, Metrics, Workload};
-use crate::naive::NaiveStore;
-use crate::objects::{
-    self, build_counted, config_map, initial, measure_bytes, ConfigMapMeta, OBJECTS,
-};
+use crate::objects::{config_map, initial, ConfigMapMeta, OBJECTS};
+use crate::replay::{ListSource, Replay, WatchScript};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kcache_core::{Clock, SystemClock};
 use kcache_informer::{InformerOptions, ResourceEventHandler, SharedIndexInformer};
-use kcache_memory::{MemoryConfig, MemorySource};
+use kcache_reflector::{ListWatcher, WatchEvent};
 use kube_runtime::reflector;
-use kube_runtime::watcher::{self, Event};
+use kube_runtime::watcher::Event;
+use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 const HOT_KEYS: usize = 10_000;
@@ -44,52 +45,57 @@ pub(super) const HANDLERS: usize = 2;
 pub(super) const E1: Workload = Workload {
     name: "e1",
     headline: "events_per_s",
-    impls: &["kcache", "kube-runtime", "memory-source", "kcache-drain"],
-    about: "informer over kcache-memory: sync 100,000 ConfigMaps, 1,000,000 updates to 2 handlers",
+    impls: &["kcache", "kube-runtime", "kube-runtime-shared"],
+    about: "informer ingest from prebuilt events: sync 100,000 ConfigMaps, 1,000,000 updates to 2 handlers",
     run: run_e1,
 };
 
-pub(super) const M1: Workload = Workload {
-    name: "m1",
-    headline: "bytes_per_object",
-    impls: &["kcache", "kube-runtime", "rwlock-hashmap"],
-    about: "bytes per cached object beyond the object after syncing 100,000 ConfigMaps",
-    run: run_m1,
-};
-
-pub(super) type Source = MemorySource<ConfigMap, ConfigMapMeta>;
-type Informer = SharedIndexInformer<ConfigMap, Source, ConfigMapMeta>;
-
 fn run_e1(_: &str, name: &str) -> Result<Metrics, String> {
     match name {
-        "kcache" => e1_kcache(),
-        "kube-runtime" => e1_kube(),
-        "memory-source" => e1_source_alone(),
-        "kcache-drain" => super::e1_drain::run(),
+        "kcache" => kcache(),
+        "kube-runtime" => kube_bare(),
+        "kube-runtime-shared" => kube_shared(),
         _ => Err(unknown_impl("e1", name)),
     }
 }
 
-fn run_m1(_: &str, name: &str) -> Result<Metrics, String> {
-    match name {
-        "kcache" => m1_kcache(),
-        "kube-runtime" => m1_kube(),
-        "rwlock-hashmap" => m1_naive(),
-        _ => Err(unknown_impl("m1", name)),
-    }
-}
-
-/// Update `i` of e1: key `i % 10,000`, a label that changes every time, resourceVersion
-/// `{100000 + i + 1}` (the memory source stamps its own).
+/// Update `i` of e1: key `i % 10,000`, label `app-{i % 50}`, resourceVersion `{100000 + i + 1}`.
 pub(super) fn update(i: usize) -> ConfigMap {
     config_map(i % HOT_KEYS, i, (OBJECTS + i) as u64 + 1)
+}
+
+/// The version the last update leaves on key 9,999.
+fn last_rv() -> String {
+    (OBJECTS + UPDATES).to_string()
+}
+
+/// Checks the end state of a cache read through `rv_of(object index)`.
+fn check_state(
+    len: usize,
+    rv_of: impl Fn(usize) -> Option<String>,
+    counts: &[u64],
+) -> Result<(), String> {
+    check(len == OBJECTS, || {
+        format!("e1: the cache holds {len} objects")
+    })?;
+    let last = rv_of(HOT_KEYS - 1);
+    check(last.as_deref() == Some(last_rv().as_str()), || {
+        format!("e1: key 9,999 holds version {last:?}, expected the last update's")
+    })?;
+    let untouched = rv_of(OBJECTS - 1);
+    check(untouched.as_deref() == Some("100000"), || {
+        format!("e1: untouched object 99,999 holds version {untouched:?}")
+    })?;
+    check(counts.iter().all(|&n| n == UPDATES as u64), || {
+        format!("e1: handlers saw {counts:?} updates, expected {UPDATES} each")
+    })
 }
 
 /// A handler that counts.
 #[derive(Default)]
 pub(super) struct Counter {
     pub(super) adds: AtomicU64,
-    updates: AtomicU64,
+    pub(super) updates: AtomicU64,
 }
 
 impl Counter {
@@ -119,24 +125,14 @@ pub(super) fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> boo
     true
 }
 
-/// A memory source holding the 100,000 objects. Its watcher buffer holds every update of e1, so
-/// the informer's watch is never evicted however far the writer runs ahead.
-pub(super) fn filled_source() -> Result<Source, String> {
-    let source = Source::with_config(MemoryConfig::new().with_watcher_buffer(2 * UPDATES));
-    for i in 0..OBJECTS {
-        source.create(initial(i)).map_err(|e| e.to_string())?;
-    }
-    Ok(source)
-}
-
 /// A running informer: the thread driving `run` on a current-thread tokio runtime, and its stop.
-pub(super) struct Running<L: kcache_reflector::ListWatcher<ConfigMap> = Source> {
+pub(super) struct Running<L: ListWatcher<ConfigMap>> {
     pub(super) informer: Arc<SharedIndexInformer<ConfigMap, L, ConfigMapMeta>>,
     stop: oneshot::Sender<()>,
     thread: thread::JoinHandle<Result<(), String>>,
 }
 
-pub(super) fn start<L: kcache_reflector::ListWatcher<ConfigMap>>(
+pub(super) fn start<L: ListWatcher<ConfigMap>>(
     informer: Arc<SharedIndexInformer<ConfigMap, L, ConfigMapMeta>>,
 ) -> Result<Running<L>, String> {
     let (stop, stopped) = oneshot::channel::<()>();
@@ -161,18 +157,24 @@ pub(super) fn start<L: kcache_reflector::ListWatcher<ConfigMap>>(
     })
 }
 
-impl<L: kcache_reflector::ListWatcher<ConfigMap>> Running<L> {
+impl<L: ListWatcher<ConfigMap>> Running<L> {
     pub(super) fn finish(self) -> Result<(), String> {
         let _ = self.stop.send(());
         join(self.thread)?
     }
 }
 
-fn e1_kcache() -> Result<Metrics, String> {
-    let source = filled_source()?;
-    let updates: Vec<ConfigMap> = (0..UPDATES).map(update).collect();
-    let informer = Arc::new(Informer::with_accessor(
-        source.clone(),
+fn kcache() -> Result<Metrics, String> {
+    let list: Vec<Arc<ConfigMap>> = (0..OBJECTS).map(|i| Arc::new(initial(i))).collect();
+    let events: Vec<WatchEvent<ConfigMap>> = (0..UPDATES)
+        .map(|i| WatchEvent::Modified(Arc::new(update(i))))
+        .collect();
+    let replay = Replay::new(
+        ListSource::Prebuilt(list),
+        vec![WatchScript::Events(events)],
+    );
+    let informer = Arc::new(SharedIndexInformer::<_, _, ConfigMapMeta>::with_accessor(
+        replay.clone(),
         InformerOptions::new(),
     ));
     let counters: Vec<Arc<Counter>> = (0..HANDLERS).map(|_| Arc::default()).collect();
@@ -191,105 +193,84 @@ fn e1_kcache() -> Result<Metrics, String> {
     let sync = nanos(start_at, now());
     check(
         wait_until(Duration::from_secs(60), || {
-            counters
-                .iter()
-                .all(|c| c.adds.load(Ordering::Relaxed) == OBJECTS as u64)
+            replay.watches() == 1
+                && counters
+                    .iter()
+                    .all(|c| c.adds.load(Ordering::Relaxed) == OBJECTS as u64)
         }),
-        || "e1: handlers did not see the 100,000 adds".into(),
+        || "e1: handlers did not see the 100,000 adds, or no watch opened".into(),
     )?;
 
     let start_at = now();
-    for obj in updates {
-        source.update(obj).map_err(|e| e.to_string())?;
-    }
-    let written = nanos(start_at, now());
+    replay.open();
     let all_seen = wait_until(Duration::from_secs(240), || {
         counters.iter().all(|c| c.saw(UPDATES as u64))
     });
     let wall = nanos(start_at, now());
-    let seen: Vec<u64> = counters
-        .iter()
-        .map(|c| c.updates.load(Ordering::Relaxed))
-        .collect();
     check(all_seen, || {
-        format!("e1: handlers saw {seen:?} updates, expected {UPDATES} each")
+        "e1: the handlers did not see every update".into()
     })?;
-    check(seen.iter().all(|&n| n == UPDATES as u64), || {
-        format!("e1: handlers saw {seen:?} updates, expected {UPDATES} each")
-    })?;
-    check(running.informer.indexer().len() == OBJECTS, || {
-        "e1: cache size changed".into()
-    })?;
+    let counts: Vec<u64> = counters
+        .iter()
+        .map(|c| c.updates.load(Ordering::Acquire))
+        .collect();
+    let cache = running.informer.indexer();
+    check_state(
+        cache.len(),
+        |i| {
+            let key = crate::objects::key(&initial(i));
+            cache
+                .get_by_key(&key)
+                .and_then(|o| o.metadata.resource_version.clone())
+        },
+        &counts,
+    )?;
     running.finish()?;
     Ok(vec![
         ("events_per_s", UPDATES as f64 / wall * 1e9),
         ("ns_per_event", wall / UPDATES as f64),
         ("sync_ms", sync / 1e6),
         ("update_wall_ms", wall / 1e6),
-        ("source_write_ms", written / 1e6),
     ])
 }
 
-/// The floor of kcache's side: e1's writes into the memory source, with nobody watching.
-fn e1_source_alone() -> Result<Metrics, String> {
-    let source = filled_source()?;
-    let updates: Vec<ConfigMap> = (0..UPDATES).map(update).collect();
+/// `Init`, the 100,000 `InitApply`s, `InitDone`.
+fn initial_events() -> Vec<Event<ConfigMap>> {
+    let mut events = Vec::with_capacity(OBJECTS + 2);
+    events.push(Event::Init);
+    events.extend((0..OBJECTS).map(|i| Event::InitApply(initial(i))));
+    events.push(Event::InitDone);
+    events
+}
+
+fn update_events() -> Vec<Event<ConfigMap>> {
+    (0..UPDATES).map(|i| Event::Apply(update(i))).collect()
+}
+
+/// The version kube-runtime's store holds for object `i`.
+fn kube_rv(store: &reflector::Store<ConfigMap>, i: usize) -> Option<String> {
+    let obj = initial(i);
+    let key = reflector::ObjectRef::new(obj.metadata.name.as_deref().unwrap_or(""))
+        .within(obj.metadata.namespace.as_deref().unwrap_or(""));
+    store.get(&key)?.metadata.resource_version.clone()
+}
+
+fn kube_bare() -> Result<Metrics, String> {
+    let initial = initial_events();
+    let updates = update_events();
+    let (reader, mut writer) = reflector::store::<ConfigMap>();
+
     let start_at = now();
-    for obj in updates {
-        source.update(obj).map_err(|e| e.to_string())?;
+    for e in &initial {
+        writer.apply_watcher_event(e);
     }
-    let wall = nanos(start_at, now());
-    check(source.len() == OBJECTS, || {
-        format!("e1: the source holds {} objects", source.len())
-    })?;
-    let last = objects::key(&update(UPDATES - 1));
-    let stored = source.get(&last).map(|o| o.metadata.labels.clone());
-    check(stored == Some(update(UPDATES - 1).metadata.labels), || {
-        "e1: the source does not hold the last update".into()
-    })?;
-    Ok(vec![
-        ("events_per_s", UPDATES as f64 / wall * 1e9),
-        ("ns_per_event", wall / UPDATES as f64),
-        ("source_write_ms", wall / 1e6),
-    ])
-}
-
-fn e1_kube() -> Result<Metrics, String> {
-    let mut events: Vec<watcher::Result<Event<ConfigMap>>> =
-        Vec::with_capacity(OBJECTS + UPDATES + 2);
-    events.push(Ok(Event::Init));
-    events.extend((0..OBJECTS).map(|i| Ok(Event::InitApply(initial(i)))));
-    events.push(Ok(Event::InitDone));
-    events.extend((0..UPDATES).map(|i| Ok(Event::Apply(update(i)))));
-    let counters: Vec<Counter> = (0..HANDLERS).map(|_| Counter::default()).collect();
-    let (reader, writer) = reflector::store::<ConfigMap>();
-
-    let start_at = now();
-    let mut synced_at = None;
-    let stream = reflector::reflector(writer, futures::stream::iter(events));
-    futures::executor::block_on(async {
-        let mut stream = std::pin::pin!(stream);
-        while let Some(event) = stream.next().await {
-            match event {
-                Ok(Event::InitApply(obj)) => counters.iter().for_each(|c| c.on_add_obj(&obj)),
-                Ok(Event::InitDone) => synced_at = Some(now()),
-                Ok(Event::Apply(obj)) => counters.iter().for_each(|c| c.on_update_obj(&obj)),
-                _ => {}
-            }
-        }
-    });
+    let synced_at = now();
+    for e in &updates {
+        writer.apply_watcher_event(e);
+    }
     let end = now();
-    let synced_at = synced_at.ok_or("e1: kube-runtime's stream ended before InitDone")?;
     let (sync, wall) = (nanos(start_at, synced_at), nanos(synced_at, end));
-    for c in &counters {
-        check(
-            c.adds.load(Ordering::Relaxed) == OBJECTS as u64 && c.saw(UPDATES as u64),
-            || "e1: kube-runtime's handlers missed events".into(),
-        )?;
-    }
-    check(reader.len() == OBJECTS, || {
-        format!("e1: kube-runtime's store holds {} objects", reader.len())
-    })?;
+    check_state(reader.len(), |i| kube_rv(&reader, i), &[UPDATES as u64])?;
     Ok(vec![
         ("events_per_s", UPDATES as f64 / wall * 1e9),
         ("ns_per_event", wall / UPDATES as f64),
@@ -298,111 +279,83 @@ fn e1_kube() -> Result<Metrics, String> {
     ])
 }
 
-impl Counter {
-    /// kube-runtime's inline "handler": counts the object it is given.
-    fn on_add_obj(&self, obj: &ConfigMap) {
-        std::hint::black_box(obj);
-        self.adds.fetch_add(1, Ordering::Relaxed);
+fn kube_shared() -> Result<Metrics, String> {
+    let initial = initial_events();
+    let updates = update_events();
+    let (reader, writer) = reflector::store_shared::<ConfigMap>(1024);
+    let counters: Vec<Arc<AtomicU64>> = (0..HANDLERS).map(|_| Arc::default()).collect();
+    let subscribers = counters
+        .iter()
+        .map(|count| {
+            let handle = writer
+                .subscribe()
+                .ok_or("e1: kube-runtime's shared store cannot be subscribed")?;
+            let count = count.clone();
+            thread::Builder::new()
+                .name("subscriber".into())
+                .spawn(move || {
+                    futures::executor::block_on(handle.for_each(|obj| {
+                        std::hint::black_box(&obj);
+                        count.fetch_add(1, Ordering::Release);
+                        async {}
+                    }));
+                })
+                .map_err(|e| format!("cannot start a subscriber thread: {e}"))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+
+    // After `InitDone`, the stream waits (blocking its own thread, which runs nothing else)
+    // until both subscribers counted the initial objects: the sync point.
+    let synced_at: Arc<Mutex<Option<Instant>>> = Arc::default();
+    let sync_point = {
+        let (counters, synced_at) = (counters.clone(), synced_at.clone());
+        futures::stream::once(async move {
+            let synced = wait_until(Duration::from_secs(120), || {
+                counters
+                    .iter()
+                    .all(|c| c.load(Ordering::Acquire) >= OBJECTS as u64)
+            });
+            *synced_at.lock() = synced.then(now);
+        })
+        .filter_map(|()| async { None })
+    };
+    let stream = futures::stream::iter(initial.into_iter().map(Ok))
+        .chain(sync_point)
+        .chain(futures::stream::iter(updates.into_iter().map(Ok)));
+
+    let start_at = now();
+    let total = (OBJECTS + UPDATES) as u64;
+    let driven = futures::executor::block_on(async {
+        let mut events = std::pin::pin!(reflector::reflector(writer, stream));
+        let mut n = 0usize;
+        while let Some(e) = events.next().await {
+            e.map_err(|e| e.to_string())?;
+            n += 1;
+        }
+        Ok::<usize, String>(n)
+    })?;
+    let all_seen = wait_until(Duration::from_secs(240), || {
+        counters.iter().all(|c| c.load(Ordering::Acquire) >= total)
+    });
+    let end = now();
+    // The writer is gone with the stream, so the subscribers' streams end.
+    for s in subscribers {
+        join(s)?;
     }
-    fn on_update_obj(&self, obj: &ConfigMap) {
-        std::hint::black_box(obj);
-        self.updates.fetch_add(1, Ordering::Release);
-    }
-}
-
-fn m1_kcache() -> Result<Metrics, String> {
-    let source = filled_source()?;
-    let informer = Informer::with_accessor(source.clone(), InformerOptions::new());
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot build a tokio runtime: {e}"))?;
-    // The informer runs on this thread (allocations are counted per thread). Once it has synced,
-    // `block_on` returns with `run` still alive (FIFO, reflector, watch and cache): the running
-    // informer's bytes. Stopping it then drops all but the cache: the cache's own bytes.
-    let (stop, stopped) = oneshot::channel::<()>();
-    let (started, running_bytes) = measure_bytes(|| {
-        let mut run = Box::pin(informer.run(async {
-            let _ = stopped.await;
-        }));
-        let synced = Box::pin(async {
-            while !informer.has_synced() {
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
-        });
-        match rt.block_on(futures::future::select(run.as_mut(), synced)) {
-            futures::future::Either::Left((ended, _)) => Err(format!(
-                "m1: the informer stopped before syncing: {ended:?}"
-            )),
-            futures::future::Either::Right(((), _)) => Ok(run),
-        }
-    });
-    let run = started?;
-    let _ = stop.send(());
-    let (ran, stop_bytes) = measure_bytes(|| rt.block_on(run));
-    ran.map_err(|e| e.to_string())?;
-    let cache = informer.indexer();
-    check(cache.len() == OBJECTS, || {
-        format!("m1: cache holds {} objects", cache.len())
+    let synced_at = (*synced_at.lock()).ok_or("e1: kube-runtime's subscribers did not sync")?;
+    check(all_seen && driven == OBJECTS + 2 + UPDATES, || {
+        format!("e1: kube-runtime's reflector yielded {driven} events")
     })?;
-    // The cache shares the source's objects (both hold the same Arc) or holds copies.
-    let shared = (0..OBJECTS).step_by(997).all(|i| {
-        let key = objects::key(&initial(i));
-        matches!((source.get(&key), cache.get_by_key(&key)), (Some(a), Some(b)) if Arc::ptr_eq(&a, &b))
-    });
-    let (_, object_bytes) = build_counted(1_000, initial);
-    let copies = if shared { 0.0 } else { object_bytes };
+    let counts: Vec<u64> = counters
+        .iter()
+        .map(|c| c.load(Ordering::Acquire) - OBJECTS as u64)
+        .collect();
+    check_state(reader.len(), |i| kube_rv(&reader, i), &counts)?;
+    let (sync, wall) = (nanos(start_at, synced_at), nanos(synced_at, end));
     Ok(vec![
-        (
-            "bytes_per_object",
-            running_bytes as f64 / OBJECTS as f64 - copies,
-        ),
-        (
-            "cache_bytes_per_object",
-            (running_bytes + stop_bytes) as f64 / OBJECTS as f64 - copies,
-        ),
-        ("object_bytes", object_bytes),
-        ("objects_shared_with_source", f64::from(u8::from(shared))),
-    ])
-}
-
-fn m1_kube() -> Result<Metrics, String> {
-    let (_, object_bytes) = build_counted(OBJECTS, initial);
-    let mut events: Vec<Event<ConfigMap>> = Vec::with_capacity(OBJECTS + 2);
-    events.push(Event::Init);
-    events.extend((0..OBJECTS).map(|i| Event::InitApply(initial(i))));
-    events.push(Event::InitDone);
-    let (reader, mut writer) = reflector::store::<ConfigMap>();
-    let ((), bytes) = measure_bytes(|| {
-        for e in &events {
-            writer.apply_watcher_event(e);
-        }
-    });
-    check(reader.len() == OBJECTS, || {
-        format!("m1: kube-runtime's store holds {} objects", reader.len())
-    })?;
-    Ok(vec![
-        (
-            "bytes_per_object",
-            bytes as f64 / OBJECTS as f64 - object_bytes,
-        ),
-        ("object_bytes", object_bytes),
-    ])
-}
-
-fn m1_naive() -> Result<Metrics, String> {
-    let (objs, object_bytes) = build_counted(OBJECTS, initial);
-    let store = NaiveStore::new(objects::key, Vec::new());
-    let ((), bytes) = measure_bytes(|| {
-        for o in &objs {
-            store.add(o.clone());
-        }
-    });
-    check(store.len() == OBJECTS, || {
-        format!("m1: store holds {} objects", store.len())
-    })?;
-    Ok(vec![
-        ("bytes_per_object", bytes as f64 / OBJECTS as f64),
-        ("object_bytes", object_bytes),
+        ("events_per_s", UPDATES as f64 / wall * 1e9),
+        ("ns_per_event", wall / UPDATES as f64),
+        ("sync_ms", sync / 1e6),
+        ("update_wall_ms", wall / 1e6),
     ])
 }
