@@ -2,7 +2,7 @@
 
 use crate::backoff::BackoffConfig;
 use crate::handle::Shared;
-use crate::machine::Config;
+use crate::machine::{Config, ListLimits};
 use crate::reflector::{Hook, Reflector, ShouldResync};
 use crate::{ConfigError, ListWatcher, ReflectorError};
 use kcache_core::{Clock, Meta, ObjectAccessor, ReflectorStore, SystemClock};
@@ -18,6 +18,15 @@ pub const DEFAULT_PAGE_SIZE: u32 = 500;
 /// The default minimum watch timeout (client-go: 5 minutes; each watch asks for a random timeout
 /// between this and twice this).
 pub const DEFAULT_MIN_WATCH_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The default bound on the pages of one list: at 500 objects a page, 50 million objects, far
+/// above any real collection. A list that goes on longer is abandoned and reported
+/// ([`BadInput::ListTooLong`](crate::BadInput::ListTooLong)).
+pub const DEFAULT_MAX_LIST_PAGES: u64 = 100_000;
+
+/// The default bound on the objects of one list (or streaming list): 10 million, far above any
+/// real collection (Kubernetes' tested limit is 150,000 pods in a whole cluster).
+pub const DEFAULT_MAX_LIST_OBJECTS: usize = 10_000_000;
 
 /// Builds a [`Reflector`]: `Reflector::builder(lister_watcher, store)`, options, then
 /// [`ReflectorBuilder::build`].
@@ -52,6 +61,7 @@ impl<T, L: ListWatcher<T>, S: ReflectorStore<T>> ReflectorBuilder<T, L, S, Objec
                 streaming: false,
                 backoff: BackoffConfig::default(),
                 seed: None,
+                limits: ListLimits::default(),
             },
             should_resync: None,
             hook: None,
@@ -133,6 +143,24 @@ where
     /// has no such cache), every later list is paged too. A set size applies to every list.
     pub fn page_size(mut self, size: u32) -> Self {
         self.config.page_size = Some(size);
+        self
+    }
+
+    /// The most pages one list may take (default [`DEFAULT_MAX_LIST_PAGES`]; at least 1). A source
+    /// that hands out a continue token on every page would otherwise keep the reflector listing
+    /// forever, its memory growing: past the bound the list is abandoned, reported as
+    /// [`BadInput::ListTooLong`](crate::BadInput::ListTooLong), and retried after a backoff.
+    /// Raise it if you list huge collections with a small page size.
+    pub fn max_list_pages(mut self, pages: u64) -> Self {
+        self.config.limits.max_pages = pages.max(1);
+        self
+    }
+
+    /// The most objects one list (or streaming list) may collect (default
+    /// [`DEFAULT_MAX_LIST_OBJECTS`]; at least 1); past it, as for
+    /// [`max_list_pages`](Self::max_list_pages).
+    pub fn max_list_objects(mut self, objects: usize) -> Self {
+        self.config.limits.max_objects = objects.max(1);
         self
     }
 

@@ -67,6 +67,18 @@ pub enum BadInput {
     /// in client-go (the next watch starts from ""); kept so matches on it still compile.
     #[error("a list page has no resource version")]
     ListWithoutResourceVersion,
+    /// A list went on past the reflector's bounds
+    /// ([`max_list_pages`](crate::ReflectorBuilder::max_list_pages),
+    /// [`max_list_objects`](crate::ReflectorBuilder::max_list_objects)): a source that returns a
+    /// continue token on every page, or streams initial events without end. The list is
+    /// abandoned; the reflector backs off and lists again.
+    #[error("a list went on past the reflector's bounds ({pages} pages, {objects} objects)")]
+    ListTooLong {
+        /// Pages received when the list was abandoned.
+        pages: u64,
+        /// Objects received when the list was abandoned.
+        objects: usize,
+    },
     /// A `Modified` or `Deleted` event before the end bookmark of a streaming list (only `Added`
     /// events may come first).
     #[error("a {event} event arrived before the end of a streaming list's initial events")]

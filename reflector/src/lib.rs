@@ -105,7 +105,10 @@ mod reflector;
 mod sync;
 
 pub use backoff::BackoffConfig;
-pub use builder::{ReflectorBuilder, DEFAULT_MIN_WATCH_TIMEOUT, DEFAULT_PAGE_SIZE};
+pub use builder::{
+    ReflectorBuilder, DEFAULT_MAX_LIST_OBJECTS, DEFAULT_MAX_LIST_PAGES, DEFAULT_MIN_WATCH_TIMEOUT,
+    DEFAULT_PAGE_SIZE,
+};
 pub use error::{BadInput, ConfigError, ReflectorError, StoreOperation};
 pub use fault::{
     FaultError, FaultHandle, FaultInjector, FaultPlan, FaultSite, FaultStats, InjectedFault,

@@ -33,6 +33,27 @@ pub(crate) struct Config {
     pub(crate) streaming: bool,
     pub(crate) backoff: BackoffConfig,
     pub(crate) seed: Option<u64>,
+    /// Bounds on a single list (and streaming list).
+    pub(crate) limits: ListLimits,
+}
+
+/// How long one list may go on: a source that returns a continue token on every page (or
+/// streams initial events without end) must not keep the reflector listing forever.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ListLimits {
+    /// Most pages of one list.
+    pub(crate) max_pages: u64,
+    /// Most objects of one list.
+    pub(crate) max_objects: usize,
+}
+
+impl Default for ListLimits {
+    fn default() -> Self {
+        Self {
+            max_pages: crate::builder::DEFAULT_MAX_LIST_PAGES,
+            max_objects: crate::builder::DEFAULT_MAX_LIST_OBJECTS,
+        }
+    }
 }
 
 /// What happened: the outcome of the previous command, or a timer.

@@ -4,10 +4,15 @@
 
 mod common;
 
-use common::{eventually, pod, MapStore, Scripted};
+use common::{eventually, pod, MapStore, Pod, Scripted, TestError};
+use futures::StreamExt;
 use kcache_core::FakeClock;
-use kcache_reflector::{BackoffConfig, ConfigError, Reflector, ReflectorError};
+use kcache_reflector::{
+    BackoffConfig, ConfigError, ListOptions, ListPage, ListWatcher, Reflector, ReflectorError,
+    WatchEvent, WatchOptions, WatchStream, DEFAULT_MAX_LIST_PAGES,
+};
 use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -18,12 +23,20 @@ async fn within<F: Future>(f: F) -> F::Output {
         .expect("the test hung")
 }
 
-/// The errors the hook saw, as strings.
+/// The errors the hook saw, each as its message and its sources' (`a: b: c`).
 type Seen = Arc<Mutex<Vec<String>>>;
 
 fn hook_into(seen: &Seen) -> impl Fn(&ReflectorError<common::TestError, common::StoreError>) {
     let seen = seen.clone();
-    move |e| seen.lock().unwrap().push(e.to_string())
+    move |e| {
+        let mut text = e.to_string();
+        let mut source = std::error::Error::source(e);
+        while let Some(s) = source {
+            text = format!("{text}: {s}");
+            source = s.source();
+        }
+        seen.lock().unwrap().push(text);
+    }
 }
 
 #[tokio::test(flavor = "current_thread")]
@@ -133,6 +146,192 @@ async fn a_maximal_min_watch_timeout_saturates_instead_of_overflowing() {
         assert_eq!(timeout, Some(Duration::MAX));
         handle.stop();
         task.await.expect("the reflector did not panic");
+    })
+    .await;
+}
+
+/// A source whose every list page carries a continue token (`token`), until list call `until`.
+struct EndlessPages {
+    token: &'static str,
+    per_page: usize,
+    until: usize,
+    calls: AtomicUsize,
+}
+
+impl EndlessPages {
+    fn new(token: &'static str, per_page: usize, until: usize) -> Arc<Self> {
+        Arc::new(Self {
+            token,
+            per_page,
+            until,
+            calls: AtomicUsize::new(0),
+        })
+    }
+}
+
+impl ListWatcher<Pod> for EndlessPages {
+    type Error = TestError;
+
+    fn list(
+        &self,
+        _opts: &ListOptions,
+    ) -> impl Future<Output = Result<ListPage<Pod>, TestError>> + Send {
+        let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+        let items = (0..self.per_page)
+            .map(|i| pod(&format!("p{n}-{i}"), "1"))
+            .collect();
+        let continue_token = (n < self.until).then(|| self.token.to_owned());
+        async move {
+            // Lets the test's timeout run even if the reflector never waits for anything else.
+            tokio::task::yield_now().await;
+            Ok(ListPage {
+                items,
+                resource_version: "7".into(),
+                continue_token,
+            })
+        }
+    }
+
+    async fn watch(&self, _opts: &WatchOptions) -> Result<WatchStream<Pod, TestError>, TestError> {
+        Ok(futures::stream::pending().boxed())
+    }
+}
+
+fn too_long(seen: &Seen) -> Vec<String> {
+    let seen = seen.lock().unwrap();
+    seen.iter()
+        .filter(|e| e.contains("past the reflector's bounds"))
+        .cloned()
+        .collect()
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn endless_continue_tokens_stop_at_the_default_page_bound_and_back_off() {
+    within(async {
+        // A token on every page until well past the default bound.
+        let until = usize::try_from(DEFAULT_MAX_LIST_PAGES).unwrap() + 50_000;
+        let lw = EndlessPages::new("more", 0, until);
+        let store = MapStore::default();
+        let seen = Seen::default();
+        let r = Reflector::builder(lw.clone(), store.clone())
+            .clock(Arc::new(FakeClock::new()))
+            .on_watch_error(hook_into(&seen))
+            .build();
+        let handle = r.handle();
+        let task = tokio::spawn(r.run());
+        for _ in 0..until * 4 {
+            if !too_long(&seen).is_empty() || lw.calls.load(Ordering::SeqCst) >= until {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(
+            too_long(&seen),
+            [format!(
+                "bad input from the backend: \
+                 a list went on past the reflector's bounds ({DEFAULT_MAX_LIST_PAGES} pages, 0 objects)"
+            )]
+        );
+        // Backing off on the (unmoved) fake clock: no further list call, nothing replaced.
+        common::settle().await;
+        assert_eq!(
+            lw.calls.load(Ordering::SeqCst) as u64,
+            DEFAULT_MAX_LIST_PAGES
+        );
+        assert!(store.calls().is_empty(), "{:?}", store.calls());
+        handle.stop();
+        task.await.expect("no panic");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn page_and_object_bounds_are_configurable() {
+    within(async {
+        for (pages, objects, expected) in [
+            (5, 1_000, "(5 pages, 15 objects)"),
+            (1_000, 10, "(4 pages, 12 objects)"),
+        ] {
+            let lw = EndlessPages::new("more", 3, usize::MAX);
+            let store = MapStore::default();
+            let seen = Seen::default();
+            let clock = FakeClock::new();
+            let r = Reflector::builder(lw.clone(), store.clone())
+                .clock(Arc::new(clock.clone()))
+                .max_list_pages(pages)
+                .max_list_objects(objects)
+                .on_watch_error(hook_into(&seen))
+                .build();
+            let handle = r.handle();
+            let task = tokio::spawn(r.run());
+            eventually("the bound", || !too_long(&seen).is_empty()).await;
+            assert!(
+                too_long(&seen)[0].ends_with(expected),
+                "{:?}",
+                too_long(&seen)
+            );
+            // After the backoff the reflector lists again, and is stopped by the bound again.
+            clock.advance(Duration::from_secs(2));
+            eventually("the bound again", || too_long(&seen).len() == 2).await;
+            assert!(store.calls().is_empty());
+            handle.stop();
+            task.await.expect("no panic");
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_empty_continue_token_is_the_last_page() {
+    within(async {
+        let lw = Arc::new(Scripted::default());
+        lw.list_ok(vec![pod("a", "1")], "5", Some(""));
+        let store = MapStore::default();
+        let seen = Seen::default();
+        let r = Reflector::builder(lw.clone(), store.clone())
+            .clock(Arc::new(FakeClock::new()))
+            .on_watch_error(hook_into(&seen))
+            .build();
+        let handle = r.handle();
+        let task = tokio::spawn(r.run());
+        eventually("a watch", || !lw.watch_calls.lock().unwrap().is_empty()).await;
+        assert_eq!(store.calls(), ["replace 1 @5"]);
+        assert_eq!(lw.list_calls.lock().unwrap().len(), 1);
+        assert!(
+            seen.lock().unwrap().is_empty(),
+            "{:?}",
+            seen.lock().unwrap()
+        );
+        handle.stop();
+        task.await.expect("no panic");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_streaming_list_without_end_stops_at_the_object_bound() {
+    within(async {
+        let lw = Arc::new(Scripted::default());
+        let tx = lw.watch_channel();
+        for i in 0..20 {
+            tx.unbounded_send(Ok(WatchEvent::Added(pod(&format!("p{i}"), "1"))))
+                .unwrap();
+        }
+        let store = MapStore::default();
+        let seen = Seen::default();
+        let r = Reflector::builder(lw.clone(), store.clone())
+            .clock(Arc::new(FakeClock::new()))
+            .streaming_initial_list(true)
+            .max_list_objects(10)
+            .on_watch_error(hook_into(&seen))
+            .build();
+        let handle = r.handle();
+        let task = tokio::spawn(r.run());
+        eventually("the bound", || !too_long(&seen).is_empty()).await;
+        assert!(too_long(&seen)[0].ends_with("(0 pages, 11 objects)"));
+        assert!(store.calls().is_empty());
+        handle.stop();
+        task.await.expect("no panic");
     })
     .await;
 }

@@ -20,6 +20,8 @@ pub(super) struct ListState<T> {
     paginated: bool,
     retried_from_empty: bool,
     full_fallback: bool,
+    /// Pages received so far (bounded by [`ListLimits`](super::ListLimits)).
+    pages: u64,
 }
 
 impl<T> ListState<T> {
@@ -33,6 +35,7 @@ impl<T> ListState<T> {
             paginated: false,
             retried_from_empty: false,
             full_fallback: false,
+            pages: 0,
         }
     }
 }
@@ -103,7 +106,21 @@ impl<T, M: Meta<T>> Machine<T, M> {
         } else {
             st.items.extend(page.items);
         }
-        match page.continue_token {
+        st.pages += 1;
+        // An empty continue token is the last page (as in client-go, which tests for "").
+        let next = page.continue_token.filter(|t| !t.is_empty());
+        let limits = self.config.limits;
+        if st.items.len() > limits.max_objects
+            || (next.is_some() && !st.full_fallback && st.pages >= limits.max_pages)
+        {
+            let bad = BadInput::ListTooLong {
+                pages: st.pages,
+                objects: st.items.len(),
+            };
+            drop(st);
+            return self.fail_cycle(ReflectorError::BadInput(bad), now);
+        }
+        match next {
             Some(token) if !st.full_fallback => {
                 st.mid_list = true;
                 st.paginated = true;

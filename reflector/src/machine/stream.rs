@@ -31,6 +31,14 @@ impl<T, M: Meta<T>> Machine<T, M> {
                 if report.is_none() {
                     items.push(o);
                 }
+                if items.len() > self.config.limits.max_objects {
+                    let bad = BadInput::ListTooLong {
+                        pages: 0,
+                        objects: items.len(),
+                    };
+                    drop(items);
+                    return self.fail_cycle(ReflectorError::BadInput(bad), now);
+                }
                 self.phase = Phase::Streaming { requested, items };
                 return Output {
                     report,

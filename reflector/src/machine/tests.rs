@@ -58,6 +58,7 @@ fn config() -> Config {
         streaming: false,
         backoff: BackoffConfig::default(),
         seed: Some(1),
+        limits: ListLimits::default(),
     }
 }
 
