@@ -60,6 +60,26 @@ pub(crate) type Remover = Box<dyn Fn() + Send + Sync>;
 /// The event handlers are registered by [`ControllerBuilder::build`]: keys start accumulating in
 /// the queue from then on, whether or not the workers run yet.
 ///
+/// # Leader election
+/// With [`ControllerBuilder::leader_election`], replicas of a controller share the work's single
+/// writer: workers take keys only while this process leads (a
+/// [`LeaderStatus`](kcache_leaderelection::LeaderStatus) of a `kcache-leaderelection` elector, or
+/// any [`LeaderGate`](kcache_leaderelection::LeaderGate)). The informers and event handlers run
+/// either way (warm standby: the cache is current and the queue holds every key when leadership
+/// comes, no relist needed). When the lease is lost:
+///
+/// - no reconcile *starts* after the renew deadline: a worker checks the election right before
+///   each call, on the election's clock, and a key it took while not leading goes back to the
+///   queue untouched ([`ControllerStats::handed_back`]);
+/// - a reconcile already *in progress* runs to completion (a thread cannot be interrupted
+///   safely, and abandoning an async one halfway leaves the same half-done state); a reconcile
+///   that writes should be idempotent anyway, and may check
+///   [`LeaderStatus::is_leader`](kcache_leaderelection::LeaderStatus::is_leader) before it
+///   writes;
+/// - the workers wait (no polling) until this process leads again, then carry on with the queue.
+///
+/// Shutting down while not leading reconciles nothing: queued keys are dropped.
+///
 /// # Examples
 /// ```
 /// use kcache_core::{ObjectKey, Object, ResourceVersion};
@@ -153,6 +173,7 @@ impl Controller {
                     &self.core,
                     i,
                     &gate,
+                    &stop,
                     reconcile.clone(),
                 )?);
             }
@@ -207,6 +228,7 @@ impl Controller {
                 runtime.spawn(worker::worker_task(
                     self.core.clone(),
                     gate.clone(),
+                    stop.subscribe(),
                     reconcile.clone(),
                 ))
             })

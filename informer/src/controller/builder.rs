@@ -7,6 +7,7 @@ use super::{Controller, ControllerError, Remover};
 use crate::informer::SharedIndexInformer;
 use crate::registration::{HandlerOptions, HasSynced};
 use kcache_core::{Clock, Meta, ObjectKey, SystemClock};
+use kcache_leaderelection::LeaderGate;
 use kcache_reflector::ListWatcher;
 use kcache_workqueue::{
     default_controller_rate_limiter_with_clock, MetricsProvider, QueueConfig, RateLimiter,
@@ -59,6 +60,7 @@ pub struct ControllerBuilder {
     clock: Arc<dyn Clock>,
     sources: Vec<Source>,
     synced: Vec<Arc<dyn HasSynced>>,
+    leader: Option<Arc<dyn LeaderGate>>,
 }
 
 impl ControllerBuilder {
@@ -75,6 +77,7 @@ impl ControllerBuilder {
             clock: Arc::new(SystemClock),
             sources: Vec::new(),
             synced: Vec::new(),
+            leader: None,
         }
     }
 
@@ -177,6 +180,30 @@ impl ControllerBuilder {
         self
     }
 
+    /// Runs the workers only while `leader` says this process leads: typically the
+    /// [`status`](kcache_leaderelection::LeaderElector::status) of a `kcache-leaderelection`
+    /// elector running beside the controller. See [`Controller`]'s "Leader election" for what
+    /// happens when leadership is lost and regained.
+    ///
+    /// # Examples
+    /// ```
+    /// use kcache_informer::Controller;
+    /// use kcache_leaderelection::{InProcessLock, LeaderElectionConfig, LeaderElector};
+    ///
+    /// let elector = LeaderElector::new(InProcessLock::new("replica-a"), LeaderElectionConfig::new())?;
+    /// let controller = Controller::builder("replicasets")
+    ///     .leader_election(elector.status())
+    ///     .build()?;
+    /// // tokio::spawn(elector.run(stop)); controller.run(reconcile)?; ...
+    /// # let _ = controller;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn leader_election(mut self, leader: impl LeaderGate) -> Self {
+        self.leader = Some(Arc::new(leader));
+        self
+    }
+
     /// Creates the queue and registers the event handlers: from now on events become keys in the
     /// queue. Start the workers with [`Controller::run`] or [`Controller::run_async`].
     ///
@@ -222,6 +249,7 @@ impl ControllerBuilder {
                 queue,
                 max_retries: self.max_retries,
                 counters: Counters::default(),
+                leader: self.leader,
             }),
             workers: self.workers,
             synced,
@@ -263,6 +291,7 @@ impl fmt::Debug for ControllerBuilder {
             .field("workers", &self.workers)
             .field("max_retries", &self.max_retries)
             .field("watched", &self.sources.len())
+            .field("leader_election", &self.leader)
             .finish_non_exhaustive()
     }
 }

@@ -34,6 +34,10 @@ pub struct ControllerStats {
     pub retries: u64,
     /// Keys forgotten after failing more than `max_retries` times in a row.
     pub dropped: u64,
+    /// Keys a worker took while this process did not lead (with
+    /// [`ControllerBuilder::leader_election`](super::ControllerBuilder::leader_election)) and put
+    /// back untouched (or dropped, during shutdown).
+    pub handed_back: u64,
 }
 
 /// One counter.
@@ -60,6 +64,7 @@ pub(crate) struct Counters {
     pub(crate) requeues_after: Count,
     pub(crate) retries: Count,
     pub(crate) dropped: Count,
+    pub(crate) handed_back: Count,
     finished: watch::Sender<()>,
 }
 
@@ -73,6 +78,7 @@ impl Default for Counters {
             requeues_after: Count::default(),
             retries: Count::default(),
             dropped: Count::default(),
+            handed_back: Count::default(),
             finished: watch::Sender::new(()),
         }
     }
@@ -95,6 +101,7 @@ impl Counters {
             requeues_after: self.requeues_after.get(),
             retries: self.retries.get(),
             dropped: self.dropped.get(),
+            handed_back: self.handed_back.get(),
         }
     }
 }

@@ -7,6 +7,7 @@ use crate::registration::{wait_for_cache_sync, HasSynced};
 use futures::future::{select, Either};
 use futures::FutureExt;
 use kcache_core::ObjectKey;
+use kcache_leaderelection::LeaderGate;
 use kcache_workqueue::RateLimitingQueue;
 use std::any::Any;
 use std::fmt;
@@ -23,6 +24,8 @@ pub(crate) struct Core {
     pub(crate) queue: RateLimitingQueue<ObjectKey>,
     pub(crate) max_retries: Option<usize>,
     pub(crate) counters: Counters,
+    /// The election the workers follow, if any: they take keys only while it says we lead.
+    pub(crate) leader: Option<Arc<dyn LeaderGate>>,
 }
 
 /// Whether the workers may start: `Waiting` for the caches, `Open` once they synced, `Closed` if
@@ -116,28 +119,39 @@ pub(crate) fn spawn_worker_thread<F, E>(
     core: &Arc<Core>,
     index: usize,
     gate: &Gate,
+    stop: &watch::Sender<bool>,
     reconcile: Arc<F>,
 ) -> std::io::Result<JoinHandle<()>>
 where
     F: Fn(&ObjectKey) -> Result<Action, E> + Send + Sync + 'static,
     E: fmt::Display,
 {
-    let (core, gate) = (core.clone(), gate.clone());
+    let (core, gate, mut stop) = (core.clone(), gate.clone(), stop.subscribe());
     std::thread::Builder::new()
         .name(format!("{}-worker-{index}", core.name))
         .spawn(move || {
             if !futures::executor::block_on(gate.decided()) {
                 return;
             }
-            while let Some(key) = core.queue.get() {
+            loop {
+                futures::executor::block_on(core.wait_to_lead(&mut stop));
+                let Some(key) = core.queue.get() else { break };
+                if !core.may_work() {
+                    core.hand_back(&key);
+                    continue;
+                }
                 let outcome = catch_unwind(AssertUnwindSafe(|| reconcile(&key)));
                 core.finish(&key, outcome);
             }
         })
 }
 
-pub(crate) async fn worker_task<F, Fut, E>(core: Arc<Core>, gate: Gate, reconcile: Arc<F>)
-where
+pub(crate) async fn worker_task<F, Fut, E>(
+    core: Arc<Core>,
+    gate: Gate,
+    mut stop: watch::Receiver<bool>,
+    reconcile: Arc<F>,
+) where
     F: Fn(ObjectKey) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<Action, E>> + Send + 'static,
     E: fmt::Display + Send + 'static,
@@ -145,7 +159,15 @@ where
     if !gate.decided().await {
         return;
     }
-    while let Some(key) = core.queue.get_async().await {
+    loop {
+        core.wait_to_lead(&mut stop).await;
+        let Some(key) = core.queue.get_async().await else {
+            break;
+        };
+        if !core.may_work() {
+            core.hand_back(&key);
+            continue;
+        }
         // The call itself runs inside the caught future, so a panic before its first await is
         // caught too.
         let call = async { reconcile(key.clone()).await };
@@ -155,6 +177,40 @@ where
 }
 
 impl Core {
+    /// Whether a worker may reconcile now: always without an election, else only while leading
+    /// (judged on the election's clock at this moment, so never past the renew deadline).
+    fn may_work(&self) -> bool {
+        self.leader.as_ref().is_none_or(|l| l.is_leader())
+    }
+
+    /// Waits until this process leads, or the controller is stopping (then the workers go on, to
+    /// hand back whatever is queued until the queue says it is shut down). Returns at once
+    /// without an election. If the election is over for good, waits for the stop.
+    async fn wait_to_lead(&self, stop: &mut watch::Receiver<bool>) {
+        let Some(leader) = &self.leader else { return };
+        if leader.is_leader() || *stop.borrow() {
+            return;
+        }
+        let leading = pin!(leader.wait_leading());
+        let stopped = pin!(async {
+            let _ = stop.wait_for(|s| *s).await;
+        });
+        if let Either::Left((false, stopped)) = select(leading, stopped).await {
+            stopped.await;
+        }
+    }
+
+    /// A key taken while not leading goes back to the queue untouched (its retry history too);
+    /// once the queue is shutting down it is dropped instead.
+    fn hand_back(&self, key: &ObjectKey) {
+        self.counters.handed_back.inc();
+        // Added while processing: the queue hands it out again after `done`.
+        let _ = self.queue.add(key.clone());
+        if self.queue.done(key).is_err() {
+            tracing::error!(controller = %self.name, %key, "key was not being processed");
+        }
+    }
+
     /// Applies a reconcile's outcome to the queue, marks the key done, then counts the call (so
     /// a waiter on the counters sees the queue already updated).
     pub(crate) fn finish<E: fmt::Display>(
