@@ -148,6 +148,26 @@ pub fn measure_bytes<R>(f: impl FnOnce() -> R) -> (R, i64) {
     }
 }
 
+/// Runs `f` and returns its result with the calling thread's allocation figures over the run:
+/// `bytes_current` is what it left allocated, `bytes_max` the peak of live bytes above the level
+/// at the start (see [`measure_bytes`] for what is counted).
+///
+/// # Examples
+/// ```
+/// use kcache_benches::objects::measure_bytes_info;
+///
+/// let ((), info) = measure_bytes_info(|| drop(vec![0u8; 1000]));
+/// assert_eq!((info.bytes_max, info.bytes_current), (1000, 0));
+/// ```
+pub fn measure_bytes_info<R>(f: impl FnOnce() -> R) -> (R, allocation_counter::AllocationInfo) {
+    let mut out = None;
+    let info = allocation_counter::measure(|| out = Some(f()));
+    match out {
+        Some(r) => (r, info),
+        None => unreachable!("measure runs its closure once"),
+    }
+}
+
 /// Builds `n` objects with `make` as `Arc`s, returning them with the bytes each took on average
 /// (its heap strings and map, the `ConfigMap` itself and the `Arc` header): the "object's own
 /// bytes" that the memory metrics subtract. Each kept object is a clone of the one `make` built,

@@ -10,6 +10,7 @@ mod e1_memory;
 mod f1;
 mod i1;
 mod m1;
+mod m2;
 mod q1;
 mod q2;
 mod q3;
@@ -50,6 +51,7 @@ pub fn registry() -> Vec<Workload> {
         e1::E1,
         e1_memory::E1_MEMORY,
         m1::M1,
+        m2::M2,
     ]);
     all
 }
