@@ -4,7 +4,8 @@ use std::fmt;
 
 pub(crate) const USAGE: &str = "\
 usage: kcache-demo [--sets N] [--max-replicas R] [--workers W] [--duration-secs D] [--seed S]
-                   [--chaos] [--quiet] [--etcd URL [--etcd-prefix P]]
+                   [--chaos] [--quiet] [--etcd URL [--etcd-prefix P]
+                   [--leader-elect [--identity NAME] [--lease-secs L]]]
 
 A ReplicaSet controller on kcache's in-memory source (or on etcd, with --etcd). Two shared
 informers (sets; pods with an owner index) feed a Controller whose W workers create and delete
@@ -30,6 +31,16 @@ options:
   --etcd-prefix P    the key prefix in etcd                  (default /kcache-demo/);
                      the demo deletes whatever is under P + \"replicasets/\" and P + \"pods/\"
                      when it starts, and leaves its final world there
+  --leader-elect     run as one replica of a highly available controller (needs --etcd):
+                     campaign for a lease on the key P + \"leader\"; the informers run
+                     either way (warm standby), the workers and the user only while this
+                     replica leads. The world under P is kept, not cleared, so a replica
+                     that takes over continues it; start every replica with the same P.
+                     Exits once the world this replica leads over has converged (releasing
+                     the lease).
+  --identity NAME    this replica's identity in the election   (default kcache-demo-PID)
+  --lease-secs L     lease duration, 3..=300; renew deadline and retry period scale with
+                     it as client-go's 15 s / 10 s / 2 s       (default 15)
   -h, --help         print this help
 
 Exit status: 0 when the world converged (every set has exactly its desired pods, no pod is
@@ -74,6 +85,15 @@ pub(crate) struct Args {
     pub(crate) chaos: bool,
     pub(crate) quiet: bool,
     pub(crate) backend: Backend,
+    /// `--leader-elect`: this replica's identity and lease duration.
+    pub(crate) election: Option<ElectionArgs>,
+}
+
+/// The `--leader-elect` settings.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ElectionArgs {
+    pub(crate) identity: String,
+    pub(crate) lease_secs: u64,
 }
 
 impl Default for Args {
@@ -87,6 +107,7 @@ impl Default for Args {
             chaos: false,
             quiet: false,
             backend: Backend::Memory,
+            election: None,
         }
     }
 }
@@ -113,6 +134,9 @@ pub(crate) fn parse(flags: impl IntoIterator<Item = String>) -> Result<Command, 
     let mut args = Args::default();
     let mut etcd_url: Option<String> = None;
     let mut etcd_prefix: Option<String> = None;
+    let mut leader_elect = false;
+    let mut identity: Option<String> = None;
+    let mut lease_secs: Option<u64> = None;
     let mut flags = flags.into_iter();
     while let Some(flag) = flags.next() {
         match flag.as_str() {
@@ -123,6 +147,10 @@ pub(crate) fn parse(flags: impl IntoIterator<Item = String>) -> Result<Command, 
             }
             "--quiet" => {
                 args.quiet = true;
+                continue;
+            }
+            "--leader-elect" => {
+                leader_elect = true;
                 continue;
             }
             _ => {}
@@ -139,6 +167,8 @@ pub(crate) fn parse(flags: impl IntoIterator<Item = String>) -> Result<Command, 
             "--seed",
             "--etcd",
             "--etcd-prefix",
+            "--identity",
+            "--lease-secs",
         ];
         if !known.contains(&name.as_str()) {
             return Err(UsageError(format!("unknown flag `{name}`")));
@@ -154,11 +184,51 @@ pub(crate) fn parse(flags: impl IntoIterator<Item = String>) -> Result<Command, 
             "--duration-secs" => args.duration_secs = ranged(&name, &value, 0, MAX_DURATION_SECS)?,
             "--etcd" => etcd_url = Some(etcd_endpoint(&value)?),
             "--etcd-prefix" => etcd_prefix = Some(key_prefix(&value)?),
+            "--identity" => identity = Some(identity_flag(&value)?),
+            "--lease-secs" => lease_secs = Some(ranged(&name, &value, 3, 300)?),
             _ => args.seed = ranged(&name, &value, 0, u64::MAX)?,
         }
     }
     args.backend = backend(etcd_url, etcd_prefix)?;
+    args.election = election(&args.backend, leader_elect, identity, lease_secs)?;
     Ok(Command::Run(args))
+}
+
+/// The election the `--leader-elect` flags ask for.
+fn election(
+    backend: &Backend,
+    leader_elect: bool,
+    identity: Option<String>,
+    lease_secs: Option<u64>,
+) -> Result<Option<ElectionArgs>, UsageError> {
+    if !leader_elect {
+        return match (identity, lease_secs) {
+            (None, None) => Ok(None),
+            _ => Err(UsageError(
+                "`--identity` and `--lease-secs` need `--leader-elect`".into(),
+            )),
+        };
+    }
+    if *backend == Backend::Memory {
+        return Err(UsageError(
+            "`--leader-elect` needs `--etcd URL`: replicas elect their leader through etcd".into(),
+        ));
+    }
+    Ok(Some(ElectionArgs {
+        identity: identity.unwrap_or_else(|| format!("kcache-demo-{}", std::process::id())),
+        lease_secs: lease_secs.unwrap_or(15),
+    }))
+}
+
+/// An election identity: printable, no whitespace, at most 128 bytes.
+fn identity_flag(value: &str) -> Result<String, UsageError> {
+    if !value.is_empty() && value.len() <= 128 && value.chars().all(|c| c.is_ascii_graphic()) {
+        Ok(value.to_owned())
+    } else {
+        Err(UsageError(format!(
+            "`--identity` got `{value}`: expected 1 to 128 printable ASCII characters without spaces"
+        )))
+    }
 }
 
 /// The backend the `--etcd` flags ask for.
@@ -259,8 +329,72 @@ mod tests {
             chaos: true,
             quiet: true,
             backend: Backend::Memory,
+            election: None,
         };
         assert_eq!(parsed, Ok(Command::Run(expected)));
+    }
+
+    #[test]
+    fn election_flags_need_leader_elect_and_etcd() {
+        for flags in [
+            &["--leader-elect"][..],
+            &["--identity", "a"],
+            &["--lease-secs", "5"],
+            &["--etcd", "http://127.0.0.1:2379", "--identity", "a"],
+            &[
+                "--etcd",
+                "http://127.0.0.1:2379",
+                "--leader-elect",
+                "--identity",
+                "",
+            ],
+            &[
+                "--etcd",
+                "http://127.0.0.1:2379",
+                "--leader-elect",
+                "--identity",
+                "a b",
+            ],
+            &[
+                "--etcd",
+                "http://127.0.0.1:2379",
+                "--leader-elect",
+                "--lease-secs",
+                "2",
+            ],
+            &[
+                "--etcd",
+                "http://127.0.0.1:2379",
+                "--leader-elect",
+                "--lease-secs",
+                "301",
+            ],
+        ] {
+            assert!(run(flags).is_err(), "{flags:?} was accepted");
+        }
+    }
+
+    #[cfg(feature = "etcd")]
+    #[test]
+    fn leader_elect_over_etcd_takes_an_identity_and_a_lease() {
+        let parsed = run(&[
+            "--etcd",
+            "http://127.0.0.1:2379",
+            "--leader-elect",
+            "--identity=replica-a",
+            "--lease-secs",
+            "3",
+        ]);
+        let Ok(Command::Run(args)) = parsed else {
+            panic!("refused: {parsed:?}");
+        };
+        assert_eq!(
+            args.election,
+            Some(ElectionArgs {
+                identity: "replica-a".into(),
+                lease_secs: 3
+            })
+        );
     }
 
     #[test]

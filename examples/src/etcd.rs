@@ -6,7 +6,7 @@ use crate::world::{Pod, ReplicaSet};
 use etcd_client::{Client, ConnectOptions, DeleteOptions};
 use futures::future::{select, Either};
 use kcache_core::{Clock, Meta, ObjectAccessor, ObjectKey, ResourceVersion, SetResourceVersion};
-use kcache_etcd::{EtcdError, EtcdListWatcher, EtcdObjects, JsonCodec};
+use kcache_etcd::{EtcdError, EtcdListWatcher, EtcdLock, EtcdObjects, JsonCodec};
 use kcache_reflector::{ListOptions, ListWatcher};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -54,7 +54,7 @@ where
 
 /// Connects to etcd at `url` and returns the sets (under `prefix + "replicasets/"`) and the pods
 /// (under `prefix + "pods/"`), after deleting whatever an earlier run left under those two
-/// prefixes (nothing else under `prefix` is touched).
+/// prefixes if `clear` (nothing else under `prefix` is touched).
 ///
 /// # Errors
 /// A message when etcd cannot be reached (within [`CONNECT_LIMIT`]) or the prefixes cannot be
@@ -63,12 +63,9 @@ pub(crate) async fn connect(
     url: &str,
     prefix: &str,
     clock: Arc<dyn Clock>,
+    clear: bool,
 ) -> Result<(EtcdSource<ReplicaSet>, EtcdSource<Pod>), String> {
-    let base = if prefix.ends_with('/') {
-        prefix.to_owned()
-    } else {
-        format!("{prefix}/")
-    };
+    let base = base_prefix(prefix);
     let sets_prefix = format!("{base}replicasets/");
     let pods_prefix = format!("{base}pods/");
     let setup = async {
@@ -76,7 +73,7 @@ pub(crate) async fn connect(
         let mut client = Client::connect([url], Some(options))
             .await
             .map_err(|e| format!("cannot connect to etcd at {url}: {e}"))?;
-        for p in [&sets_prefix, &pods_prefix] {
+        for p in [&sets_prefix, &pods_prefix].into_iter().filter(|_| clear) {
             client
                 .delete(p.as_str(), Some(DeleteOptions::new().with_prefix()))
                 .await
@@ -97,6 +94,23 @@ pub(crate) async fn connect(
         EtcdSource::new(client.clone(), sets_prefix, clock.clone()),
         EtcdSource::new(client, pods_prefix, clock),
     ))
+}
+
+fn base_prefix(prefix: &str) -> String {
+    if prefix.ends_with('/') {
+        prefix.to_owned()
+    } else {
+        format!("{prefix}/")
+    }
+}
+
+/// The `--leader-elect` lock of the replica `identity`: the key `prefix + "leader"`.
+pub(crate) fn leader_lock<T>(source: &EtcdSource<T>, prefix: &str, identity: &str) -> EtcdLock {
+    EtcdLock::new(
+        source.client.clone(),
+        format!("{}leader", base_prefix(prefix)),
+        identity,
+    )
 }
 
 impl<T> Source<T> for EtcdSource<T>

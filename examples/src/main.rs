@@ -11,6 +11,7 @@
 //! same over both backends. Run `cargo run --release -p kcache-demo -- --help` for the flags.
 
 mod args;
+mod election;
 #[cfg(feature = "etcd")]
 mod etcd;
 mod metrics;
@@ -19,6 +20,7 @@ mod source;
 mod world;
 
 use crate::args::{Args, Backend, Command, USAGE};
+use crate::election::Election;
 use crate::metrics::DemoMetricsProvider;
 use crate::report::{Report, ReportOrFailure};
 use crate::source::Source;
@@ -94,13 +96,28 @@ async fn run_on_backend(args: &Args) -> ReportOrFailure {
         Backend::Memory => {
             let sets = MemorySource::<ReplicaSet>::with_clock(SystemClock);
             let pods = MemorySource::<Pod>::with_clock(SystemClock);
-            run(args, clock, sets, pods).await
+            run(args, clock, sets, pods, None).await
         }
         #[cfg(feature = "etcd")]
-        Backend::Etcd { url, prefix } => match etcd::connect(url, prefix, clock.clone()).await {
-            Ok((sets, pods)) => run(args, clock, sets, pods).await,
-            Err(e) => Report::failed(vec![e]),
-        },
+        Backend::Etcd { url, prefix } => {
+            // Replicas share the world: only a lone demo clears it.
+            let clear = args.election.is_none();
+            let (sets, pods) = match etcd::connect(url, prefix, clock.clone(), clear).await {
+                Ok(pair) => pair,
+                Err(e) => return Report::failed(vec![e]),
+            };
+            let election = match &args.election {
+                None => None,
+                Some(e) => {
+                    let lock = etcd::leader_lock(&sets, prefix, &e.identity);
+                    match Election::spawn(lock, e.lease_secs) {
+                        Ok(election) => Some(election),
+                        Err(e) => return Report::failed(vec![e]),
+                    }
+                }
+            };
+            run(args, clock, sets, pods, election).await
+        }
     }
 }
 
@@ -109,6 +126,7 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
     clock: Arc<dyn Clock>,
     sets_src: S,
     pods_src: P,
+    election: Option<Election>,
 ) -> ReportOrFailure {
     let mut problems = Vec::new();
     let user_stats = Arc::new(UserStats::default());
@@ -123,10 +141,10 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
         chaos: args.chaos,
         stats: user_stats.clone(),
     };
-    for _ in 0..args.sets {
-        if let Err(e) = user.create_set().await {
-            problems.push(format!("cannot create the initial sets: {e}"));
-            return Report::failed(problems);
+    // A replica seeds the world only once it leads (below).
+    if election.is_none() {
+        if let Err(e) = seed(&mut user, args.sets).await {
+            return Report::failed(vec![e]);
         }
     }
 
@@ -199,7 +217,11 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
     }
 
     let provider = DemoMetricsProvider::default();
-    let controller = Controller::builder("replicaset-controller")
+    let mut builder = Controller::builder("replicaset-controller");
+    if let Some(e) = &election {
+        builder = builder.leader_election(e.status());
+    }
+    let controller = builder
         .workers(args.workers)
         .metrics(Arc::new(provider.clone()))
         .clock(clock.clone())
@@ -241,12 +263,37 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
     }
     let synced_after = clock.now().saturating_duration_since(start);
 
+    // A replica waits (warm) for the lease, then takes the world over as it finds it.
+    let led = match &election {
+        None => None,
+        Some(e) => {
+            bar.set_message("standing by");
+            match e.wait_to_lead().await {
+                Ok(led) => {
+                    if let Err(e) = continue_world(&mut user, &sets_src, args.sets).await {
+                        problems.push(e);
+                    }
+                    Some(led)
+                }
+                Err(e) => {
+                    problems.push(e);
+                    None
+                }
+            }
+        }
+    };
+    let leading = || led.as_ref().is_none_or(|l| l.term.is_held());
+
     // The user phase.
     let user_phase = Duration::from_secs(args.duration_secs);
     let deadline = clock.now() + user_phase;
     let mut last_look = clock.now();
     let mut user_ops = 0u64;
     while problems.is_empty() && clock.now() < deadline {
+        if !leading() {
+            problems.push("lost the lease during the user phase".into());
+            break;
+        }
         if let Err(e) = user.step().await {
             problems.push(format!("user action failed: {e}"));
         }
@@ -304,6 +351,10 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
         if settling > SETTLE_LIMIT {
             break;
         }
+        if !leading() {
+            problems.push("lost the lease while the world settled".into());
+            break;
+        }
         bar.set_message(format!(
             "settling {:.1}s: {} sets, {} pods cached | reconciles {} | queue {} (+{} delayed)",
             settling.as_secs_f64(),
@@ -322,6 +373,22 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
     // Stop everything: the controller drains its queue, then the informers stop.
     let stats = handle.shutdown_async().await;
     factory.shutdown().await;
+    let election_line = match (&election, &led) {
+        (Some(e), Some(led)) => Some(format!(
+            "{} led term {} after standing by {:.2} s{}; released the lease",
+            e.identity(),
+            led.term.term(),
+            led.waited.as_secs_f64(),
+            led.previous
+                .as_deref()
+                .map(|p| format!(" (took over from {p})"))
+                .unwrap_or_default()
+        )),
+        _ => None,
+    };
+    if let Some(e) = election {
+        e.step_down().await;
+    }
     // The final word is a fresh read of the sources (for etcd: range reads of both prefixes).
     let (final_sets, final_pods, final_problems) = match read_world(&sets_src, &pods_src).await {
         Ok((s, p)) => {
@@ -353,8 +420,46 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
         reconciles: reconcile_stats,
         metrics: provider,
         faults: faults.iter().map(|f| f.stats()).collect(),
+        election: election_line,
     }
     .into()
+}
+
+/// Creates the initial sets.
+async fn seed<S: Source<ReplicaSet>, P: Source<Pod>>(
+    user: &mut User<S, P>,
+    sets: usize,
+) -> Result<(), String> {
+    for _ in 0..sets {
+        user.create_set()
+            .await
+            .map_err(|e| format!("cannot create the initial sets: {e}"))?;
+    }
+    Ok(())
+}
+
+/// A replica that starts leading: seeds an empty world, or continues the one an earlier leader
+/// left (the user adopts its sets and names new ones after them).
+async fn continue_world<S: Source<ReplicaSet>, P: Source<Pod>>(
+    user: &mut User<S, P>,
+    sets_src: &S,
+    sets: usize,
+) -> Result<(), String> {
+    let existing = sets_src.list().await?;
+    if existing.is_empty() {
+        return seed(user, sets).await;
+    }
+    for set in &existing {
+        if let Some(n) = set
+            .name
+            .strip_prefix("rs-")
+            .and_then(|n| n.parse::<u64>().ok())
+        {
+            user.next_set = user.next_set.max(n + 1);
+        }
+        user.live.push(set.name.clone());
+    }
+    Ok(())
 }
 
 /// Every set and every pod in the sources now.

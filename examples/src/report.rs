@@ -24,6 +24,8 @@ pub(crate) struct Report {
     pub(crate) reconciles: Arc<ReconcileStats>,
     pub(crate) metrics: DemoMetricsProvider,
     pub(crate) faults: Vec<FaultStats>,
+    /// `--leader-elect`: how this replica came to lead.
+    pub(crate) election: Option<String>,
 }
 
 /// A report for a run that could not even start.
@@ -95,6 +97,9 @@ impl Report {
             args.seed,
             if args.chaos { ", chaos" } else { "" }
         );
+        if let Some(e) = &self.election {
+            println!("  election    {e}");
+        }
         println!(
             "  world       {} sets, {} pods at the end (sets start at {}, 0..={} replicas each)",
             self.sets, self.pods, args.sets, args.max_replicas
