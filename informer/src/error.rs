@@ -18,6 +18,15 @@ pub enum InformerError {
     /// The new indexes conflict with installed ones or fail on a cached object; none was added.
     #[error("cannot add the indexers")]
     Indexers(#[from] AddIndexersError),
+    /// The reflector settings of the informer's options make no sense; the informer did not
+    /// start and is stopped.
+    #[cfg(not(kcache_loom))]
+    #[error("invalid reflector settings")]
+    Config(#[from] kcache_reflector::ConfigError),
+    /// A panic (from user code outside handlers, transforms and index functions, say a
+    /// `ListWatcher`) ended `run`; the informer is stopped. The text is the panic's message.
+    #[error("the informer's run panicked: {0}")]
+    Panicked(String),
     /// The handler's delivery thread could not be started.
     #[error("cannot start the handler's delivery thread")]
     Spawn(#[source] std::io::Error),

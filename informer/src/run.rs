@@ -2,15 +2,18 @@
 
 use crate::error::{InformerError, ResourceVersionError};
 use crate::informer::SharedIndexInformer;
+use crate::listener::panic_message;
 use crate::shared::Shared;
 use crate::sink::Sink;
 use futures::future::{select, Either};
+use futures::FutureExt;
 use kcache_core::KnownObjects;
 use kcache_core::{Meta, ResourceVersion};
 use kcache_deltafifo::{DeltaFifo, DeltaFifoError, DeltaFifoOptions, PopError};
 use kcache_reflector::{ListWatcher, ReflectorBuilder, ReflectorError};
 use std::cmp::Ordering;
 use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::pin;
 use std::sync::Arc;
 use tracing::Instrument;
@@ -26,12 +29,23 @@ where
     /// is stopped for good: handlers' buffers are closed (undelivered notifications are dropped,
     /// as in client-go; calls in progress finish), no handler or index can be added.
     ///
+    /// User code that panics while the informer runs is contained: a transform or index function
+    /// that panics on an object refuses that object (a transform's panic reaches the watch-error
+    /// handler as a store error; an index function's is logged, like its errors), and a
+    /// panicking watch-error handler is logged. Whatever ends `run` (`stop`, an error, a panic
+    /// from anywhere else, or the future being dropped) leaves the informer stopped: waiters
+    /// are released (`wait_for_cache_sync` gives `false`, `wait_for_resource_version` an error),
+    /// handlers and indexes are refused.
+    ///
     /// # Errors
-    /// [`InformerError::AlreadyStarted`] if `run` was called before.
+    /// [`InformerError::AlreadyStarted`] if `run` was called before;
+    /// [`InformerError::Config`] if the reflector settings of the
+    /// [`InformerOptions`](crate::InformerOptions) make no sense (a negative, NaN or infinite
+    /// backoff factor or jitter); [`InformerError::Panicked`] if a panic ended the run (say, in
+    /// the source's `list` or `watch`).
     ///
     /// # Cancel safety
-    /// Dropping the future stops the source and the pop loop but leaves the informer marked as
-    /// started; prefer completing `stop`.
+    /// Dropping the future stops the source and the pop loop, and the informer, for good.
     pub async fn run(&self, stop: impl Future<Output = ()> + Send) -> Result<(), InformerError> {
         let shared = self.shared.clone();
         let check_period = {
@@ -41,6 +55,11 @@ where
             }
             dispatch.started = true;
             dispatch.check_period
+        };
+        // From here on, however `run` ends, the informer ends stopped.
+        let mut stopper = StopOnExit {
+            shared: shared.clone(),
+            fifo: None,
         };
         let setup = self
             .setup
@@ -53,9 +72,15 @@ where
             .known_objects(known)
             .emit_delta_type_replaced(true);
         if let Some(transform) = setup.transform {
-            options = options.transformer(move |obj| transform(obj));
+            // A panicking transform refuses its object, as a failing one does.
+            options = options.transformer(move |obj| {
+                catch_unwind(AssertUnwindSafe(|| transform(obj))).unwrap_or_else(|payload| {
+                    Err(Box::new(TransformPanicked(panic_message(&*payload).to_owned())).into())
+                })
+            });
         }
         let fifo: Arc<DeltaFifo<T, M>> = Arc::new(DeltaFifo::with_options(options));
+        stopper.fifo = Some(fifo.clone());
         let sink = Sink {
             fifo: fifo.clone(),
             shared: shared.clone(),
@@ -92,13 +117,16 @@ where
             .on_watch_error(move |error: &ReflectorError<L::Error, DeltaFifoError>| {
                 tracing::warn!(informer = %name, error = %ErrorChain(error), "watch error");
                 if let Some(hook) = &user_hook {
-                    hook(error);
+                    if let Err(payload) = catch_unwind(AssertUnwindSafe(|| hook(error))) {
+                        let panic = panic_message(&*payload);
+                        tracing::error!(informer = %name, %panic, "watch-error handler panicked");
+                    }
                 }
             })
-            .build();
+            .try_build()?;
 
         let span = tracing::info_span!("informer", informer = %shared.name);
-        async {
+        let body = async {
             tracing::debug!("informer starting");
             let source = pin!(reflector.run_until(stop));
             let pop = pin!(pop_loop(&fifo, &shared));
@@ -107,12 +135,15 @@ where
                 source.await;
             }
         }
-        .instrument(span)
-        .await;
-        fifo.close();
-        shared.stop();
+        .instrument(span);
+        let outcome = AssertUnwindSafe(body).catch_unwind().await;
+        drop(stopper);
         tracing::debug!(informer = %shared.name, "informer stopped");
-        Ok(())
+        outcome.map_err(|payload| {
+            let message = panic_message(&*payload).to_owned();
+            tracing::error!(informer = %shared.name, panic = %message, "the informer's run panicked; it is stopped");
+            InformerError::Panicked(message)
+        })
     }
 
     /// Resolves once the cache has applied every event up to resource version `rv`, for
@@ -192,12 +223,27 @@ where
     T: Send + Sync + 'static,
     M: Meta<T>,
 {
+    // An index function (or key accessor) that panics refuses the change, as one that fails
+    // does: the cache is left as it was (indexes run before any write), the informer goes on.
+    let contained = |deltas, is_in_initial_list| {
+        catch_unwind(AssertUnwindSafe(|| shared.apply(deltas, is_in_initial_list))).unwrap_or_else(
+            |payload| {
+                let panic = panic_message(&*payload);
+                tracing::error!(
+                    informer = %shared.name,
+                    %panic,
+                    "applying a change to the cache panicked (an index function?); the change is refused, the informer goes on"
+                );
+                Ok(())
+            },
+        )
+    };
     let apply = |deltas, is_in_initial_list| {
         let Some(h) = &shared.metrics.latency else {
-            return shared.apply(deltas, is_in_initial_list);
+            return contained(deltas, is_in_initial_list);
         };
         let start = shared.clock.now();
-        let result = shared.apply(deltas, is_in_initial_list);
+        let result = contained(deltas, is_in_initial_list);
         h.observe(
             shared
                 .clock
@@ -236,6 +282,27 @@ where
         }
     }
 }
+
+/// Stops the informer when dropped: whatever ends `run` (a return, an error, a panic, the future
+/// being dropped) closes the FIFO and releases every waiter.
+struct StopOnExit<T, M: Meta<T>> {
+    shared: Arc<Shared<T, M>>,
+    fifo: Option<Arc<DeltaFifo<T, M>>>,
+}
+
+impl<T, M: Meta<T>> Drop for StopOnExit<T, M> {
+    fn drop(&mut self) {
+        if let Some(fifo) = &self.fifo {
+            fifo.close();
+        }
+        self.shared.stop();
+    }
+}
+
+/// What a transform that panicked on an object reports (the object is refused).
+#[derive(Debug, thiserror::Error)]
+#[error("the transform panicked: {0}")]
+struct TransformPanicked(String);
 
 /// Displays an error with its sources.
 struct ErrorChain<'a>(&'a (dyn std::error::Error + 'static));

@@ -1,0 +1,213 @@
+//! Hostile input and bad configuration at the informer level: user code that panics (index
+//! functions, transforms, a watch-error handler, the source itself), settings that make no
+//! sense, a run that ends in any way. Each case asserts the typed error or the documented
+//! behaviour; every wait is bounded, so a hang fails instead of stalling CI.
+
+mod common;
+
+use common::{applied, run, source, synced, Informer, Pod, WAIT};
+use kcache_core::{FakeClock, Object};
+use kcache_indexer::Indexers;
+use kcache_informer::{
+    HandlerFuncs, InformerError, InformerOptions, ResourceVersionError, SharedIndexInformer,
+};
+use kcache_memory::MemorySource;
+use kcache_reflector::{
+    BackoffConfig, ConfigError, ListOptions, ListPage, ListWatcher, WatchOptions, WatchStream,
+};
+use std::sync::{Arc, Mutex};
+
+fn informer_with(
+    clock: &FakeClock,
+    source: &MemorySource<Pod>,
+    options: InformerOptions<Pod>,
+) -> Arc<Informer> {
+    Arc::new(SharedIndexInformer::with_options(
+        source.clone(),
+        options.name("pods").clock(Arc::new(clock.clone())),
+    ))
+}
+
+fn cached(inf: &Informer) -> Vec<String> {
+    let mut names: Vec<String> = inf
+        .indexer()
+        .list()
+        .iter()
+        .map(|p| p.name.clone())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Asserts the informer is stopped for good: every waiter released with an error, nothing
+/// accepted any more.
+async fn assert_stopped_for_good(inf: &Informer, was_synced: bool) {
+    assert!(inf.is_stopped());
+    let synced = tokio::time::timeout(WAIT, inf.wait_for_cache_sync()).await;
+    assert_eq!(synced, Ok(was_synced), "wait_for_cache_sync is released");
+    let rv = tokio::time::timeout(WAIT, inf.wait_for_resource_version(&"99".into())).await;
+    assert!(
+        matches!(rv, Ok(Err(ResourceVersionError::Stopped))),
+        "{rv:?}"
+    );
+    assert!(matches!(
+        inf.add_event_handler(HandlerFuncs::new()),
+        Err(InformerError::Stopped)
+    ));
+    let again = tokio::time::timeout(WAIT, inf.run(async {})).await;
+    assert!(
+        matches!(again, Ok(Err(InformerError::AlreadyStarted))),
+        "{again:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_index_function_that_panics_on_a_watch_update_refuses_only_that_object() {
+    let (clock, source) = source();
+    source.create(Pod::new("a", 1)).unwrap();
+    let inf = informer_with(
+        &clock,
+        &source,
+        InformerOptions::new().indexers(Indexers::new().with("by-value", |p: &Pod| {
+            assert!(p.value != 13, "index function refuses 13");
+            Ok(vec![p.value.to_string()])
+        })),
+    );
+    let running = run(&inf);
+    synced(&inf).await;
+    source.create(Pod::new("boom", 13)).unwrap();
+    let b = source.create(Pod::new("b", 2)).unwrap();
+    applied(&inf, &b.resource_version()).await;
+    assert_eq!(cached(&inf), ["a", "b"]);
+    assert!(!inf.is_stopped());
+    running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transform_that_panics_refuses_its_object_and_reports_it_through_the_hook() {
+    let (clock, source) = source();
+    source.create(Pod::new("a", 1)).unwrap();
+    let inf = informer_with(&clock, &source, InformerOptions::new());
+    inf.set_transform(|p: Arc<Pod>| {
+        assert!(p.value != 13, "transform refuses 13");
+        Ok::<_, std::convert::Infallible>(p)
+    })
+    .unwrap();
+    let errors = Arc::new(Mutex::new(Vec::new()));
+    let e = errors.clone();
+    inf.set_watch_error_handler(move |err| {
+        let source = std::error::Error::source(err).map(|s| s.to_string());
+        e.lock().unwrap().push(format!("{err}: {source:?}"));
+    })
+    .unwrap();
+    let running = run(&inf);
+    synced(&inf).await;
+    source.create(Pod::new("boom", 13)).unwrap();
+    let b = source.create(Pod::new("b", 2)).unwrap();
+    applied(&inf, &b.resource_version()).await;
+    assert_eq!(cached(&inf), ["a", "b"]);
+    let errors = errors.lock().unwrap().clone();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].starts_with("store add failed"), "{errors:?}");
+    running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_watch_error_handler_is_contained() {
+    let (clock, source) = source();
+    let inf = informer_with(&clock, &source, InformerOptions::new());
+    inf.set_transform(|p: Arc<Pod>| {
+        if p.value == 13 {
+            return Err("no 13s");
+        }
+        Ok(p)
+    })
+    .unwrap();
+    inf.set_watch_error_handler(|_| panic!("the hook panics"))
+        .unwrap();
+    let running = run(&inf);
+    synced(&inf).await;
+    source.create(Pod::new("bad", 13)).unwrap();
+    let b = source.create(Pod::new("b", 2)).unwrap();
+    applied(&inf, &b.resource_version()).await;
+    assert_eq!(cached(&inf), ["b"]);
+    running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nonsensical_backoff_in_the_options_is_refused_and_leaves_the_informer_stopped() {
+    let (clock, source) = source();
+    let backoff = BackoffConfig {
+        factor: f64::INFINITY,
+        ..BackoffConfig::default()
+    };
+    let inf = informer_with(&clock, &source, InformerOptions::new().backoff(backoff));
+    let r = tokio::time::timeout(WAIT, inf.run(std::future::pending())).await;
+    assert!(
+        matches!(
+            r,
+            Ok(Err(InformerError::Config(ConfigError::BackoffFactor(_))))
+        ),
+        "{r:?}"
+    );
+    assert_stopped_for_good(&inf, false).await;
+}
+
+/// A source whose `list` panics.
+struct PanickingSource;
+
+impl ListWatcher<Pod> for PanickingSource {
+    type Error = kcache_memory::MemoryError;
+
+    async fn list(&self, _: &ListOptions) -> Result<ListPage<Pod>, Self::Error> {
+        panic!("the source panics")
+    }
+
+    async fn watch(&self, _: &WatchOptions) -> Result<WatchStream<Pod, Self::Error>, Self::Error> {
+        panic!("the source panics")
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panic_that_ends_run_leaves_the_informer_stopped_with_waiters_released() {
+    let inf: SharedIndexInformer<Pod, PanickingSource> = SharedIndexInformer::with_options(
+        PanickingSource,
+        InformerOptions::new().clock(Arc::new(FakeClock::new())),
+    );
+    let inf = Arc::new(inf);
+    let waiter = {
+        let inf = inf.clone();
+        tokio::spawn(async move { inf.wait_for_cache_sync().await })
+    };
+    let r = tokio::time::timeout(WAIT, inf.run(std::future::pending())).await;
+    assert!(
+        matches!(&r, Ok(Err(InformerError::Panicked(m))) if m == "the source panics"),
+        "{r:?}"
+    );
+    let released = tokio::time::timeout(WAIT, waiter).await.unwrap().unwrap();
+    assert!(!released, "a waiter for the sync is released with false");
+    assert!(inf.is_stopped());
+    let synced = tokio::time::timeout(WAIT, inf.wait_for_cache_sync()).await;
+    assert_eq!(synced, Ok(false));
+    assert!(matches!(
+        inf.add_event_handler(HandlerFuncs::new()),
+        Err(InformerError::Stopped)
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_run_future_leaves_the_informer_stopped() {
+    let (clock, source) = source();
+    source.create(Pod::new("a", 1)).unwrap();
+    let inf = informer_with(&clock, &source, InformerOptions::new());
+    let running = {
+        let inf = inf.clone();
+        tokio::spawn(async move { inf.run(std::future::pending()).await })
+    };
+    synced(&inf).await;
+    running.abort();
+    let _ = tokio::time::timeout(WAIT, running)
+        .await
+        .expect("the task ends");
+    assert_stopped_for_good(&inf, true).await;
+}
