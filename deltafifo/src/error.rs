@@ -5,7 +5,8 @@ use kcache_core::KeyError;
 /// A boxed error, as returned by a transformer.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
-/// Why an `add`, `update`, `delete` or `replace` was refused. The FIFO is left unchanged.
+/// Why an `add`, `update`, `delete` or `replace` was refused. The FIFO is left unchanged, except
+/// after [`Refused`](Self::Refused).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DeltaFifoError {
@@ -15,6 +16,14 @@ pub enum DeltaFifoError {
     /// The transformer failed on an object.
     #[error("the transformer failed")]
     Transform(#[source] BoxError),
+    /// [`replace_skipping_refused`](crate::DeltaFifo::replace_skipping_refused) took every
+    /// listed object but these (their key or the transformer failed): unlike the other variants,
+    /// the FIFO *did* change.
+    #[error("the replace left out {} listed object(s) it could not take", .refused.len())]
+    Refused {
+        /// Why each left-out object was refused.
+        refused: Vec<DeltaFifoError>,
+    },
 }
 
 /// Why [`DeltaFifo::pop`](crate::DeltaFifo::pop) handed out nothing, or what the process function

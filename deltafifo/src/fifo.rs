@@ -67,7 +67,9 @@ impl<T> State<T> {
 /// - `has_synced` turns true only after the last initial key was *processed* (client-go flips it
 ///   just before). A process-function error still counts as processed.
 /// - A failing key accessor or transformer refuses the whole operation (a whole `replace`
-///   included) and leaves the FIFO unchanged.
+///   included) and leaves the FIFO unchanged; except through
+///   [`replace_skipping_refused`](Self::replace_skipping_refused) (what a reflector calls), which
+///   leaves out only the objects that fail.
 ///
 /// # Examples
 /// ```
@@ -237,6 +239,64 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
         st.core.replace(listed, self.known());
         self.notify(st);
         Ok(())
+    }
+
+    /// [`replace`](Self::replace), except that an object whose key or transform fails is left
+    /// out of the list (so, if it was known, it gets a tombstone like any vanished object)
+    /// instead of refusing the whole list: one poison object must not keep a relist, and so a
+    /// cache, from ever syncing. What a reflector calls through [`ReflectorStore`].
+    ///
+    /// # Errors
+    /// [`DeltaFifoError::Refused`] with the reason for each object left out; the rest was
+    /// replaced all the same.
+    ///
+    /// # Examples
+    /// ```
+    /// # use kcache_core::{Object, ResourceVersion};
+    /// # use kcache_deltafifo::{DeltaFifo, DeltaFifoError, DeltaFifoOptions};
+    /// # use std::sync::Arc;
+    /// # #[derive(Debug)] struct Pod(&'static str);
+    /// # impl Object for Pod {
+    /// #     fn namespace(&self) -> Option<&str> { None }
+    /// #     fn name(&self) -> &str { self.0 }
+    /// #     fn resource_version(&self) -> ResourceVersion { "1".into() }
+    /// # }
+    /// let fifo: DeltaFifo<Pod> = DeltaFifo::with_options(DeltaFifoOptions::new().transformer(
+    ///     |p: Arc<Pod>| if p.0 == "poison" { Err("cannot transform") } else { Ok(p) },
+    /// ));
+    /// let listed = vec![Arc::new(Pod("a")), Arc::new(Pod("poison")), Arc::new(Pod("b"))];
+    /// let err = fifo.replace_skipping_refused(listed, "7".into()).unwrap_err();
+    /// assert!(matches!(err, DeltaFifoError::Refused { ref refused } if refused.len() == 1));
+    /// assert_eq!(fifo.len(), 2);
+    /// let name = fifo.pop(|d, _| Ok::<_, std::io::Error>(d.newest().unwrap().object().unwrap().0))?;
+    /// assert_eq!(name, "a");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn replace_skipping_refused(
+        &self,
+        objects: Vec<Arc<T>>,
+        rv: ResourceVersion,
+    ) -> Result<(), DeltaFifoError> {
+        let _ = rv;
+        let mut refused = Vec::new();
+        let mut listed = Vec::with_capacity(objects.len());
+        for obj in objects {
+            match M::key(&obj) {
+                Err(e) => refused.push(DeltaFifoError::Key(e)),
+                Ok(key) => match self.transform(obj) {
+                    Ok(obj) => listed.push((key, obj)),
+                    Err(e) => refused.push(e),
+                },
+            }
+        }
+        let mut st = self.lock();
+        st.core.replace(listed, self.known());
+        self.notify(st);
+        if refused.is_empty() {
+            Ok(())
+        } else {
+            Err(DeltaFifoError::Refused { refused })
+        }
     }
 
     /// Appends `Sync` (with the known object) for every known key that has nothing pending. A
@@ -452,8 +512,14 @@ impl<T: Send + Sync, M: Meta<T>> ReflectorStore<T> for DeltaFifo<T, M> {
     fn delete(&self, obj: Arc<T>) -> Result<(), DeltaFifoError> {
         DeltaFifo::delete(self, obj)
     }
+    /// [`replace_skipping_refused`](DeltaFifo::replace_skipping_refused): objects whose key or
+    /// transform fails are left out and reported ([`replace_applied`](Self::replace_applied)
+    /// tells the reflector the rest was taken, so it goes on watching).
     fn replace(&self, objects: Vec<Arc<T>>, rv: ResourceVersion) -> Result<(), DeltaFifoError> {
-        DeltaFifo::replace(self, objects, rv)
+        DeltaFifo::replace_skipping_refused(self, objects, rv)
+    }
+    fn replace_applied(&self, error: &DeltaFifoError) -> bool {
+        matches!(error, DeltaFifoError::Refused { .. })
     }
     fn resync(&self) -> Result<(), DeltaFifoError> {
         DeltaFifo::resync(self);

@@ -63,9 +63,16 @@ impl<T: Send + Sync, M: Meta<T>> ReflectorStore<T> for Sink<T, M> {
 
     fn replace(&self, objects: Vec<Arc<T>>, rv: ResourceVersion) -> Result<(), DeltaFifoError> {
         tracing::debug!(informer = %self.shared.name, objects = objects.len(), %rv, "relist");
-        self.fifo.replace(objects, rv.clone())?;
-        self.written(rv);
-        Ok(())
+        // An object whose key or transform fails is left out and reported; the rest syncs.
+        let result = self.fifo.replace_skipping_refused(objects, rv.clone());
+        if matches!(result, Ok(()) | Err(DeltaFifoError::Refused { .. })) {
+            self.written(rv);
+        }
+        result
+    }
+
+    fn replace_applied(&self, error: &DeltaFifoError) -> bool {
+        matches!(error, DeltaFifoError::Refused { .. })
     }
 
     fn resync(&self) -> Result<(), DeltaFifoError> {

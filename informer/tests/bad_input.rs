@@ -211,3 +211,40 @@ async fn dropping_the_run_future_leaves_the_informer_stopped() {
         .expect("the task ends");
     assert_stopped_for_good(&inf, true).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_object_the_transform_refuses_is_left_out_and_the_rest_syncs() {
+    let (clock, source) = source();
+    source.create(Pod::new("a", 1)).unwrap();
+    source.create(Pod::new("poison", 13)).unwrap();
+    source.create(Pod::new("b", 2)).unwrap();
+    let inf = informer_with(&clock, &source, InformerOptions::new());
+    inf.set_transform(|p: Arc<Pod>| {
+        if p.value == 13 {
+            return Err("cannot transform 13");
+        }
+        Ok(p)
+    })
+    .unwrap();
+    let errors = Arc::new(Mutex::new(Vec::new()));
+    let e = errors.clone();
+    inf.set_watch_error_handler(move |err| {
+        let source = std::error::Error::source(err).map(|s| s.to_string());
+        e.lock()
+            .unwrap()
+            .push(format!("{err}: {}", source.unwrap_or_default()));
+    })
+    .unwrap();
+    let running = run(&inf);
+    synced(&inf).await;
+    assert_eq!(cached(&inf), ["a", "b"]);
+    assert_eq!(
+        *errors.lock().unwrap(),
+        ["store replace failed: the replace left out 1 listed object(s) it could not take"]
+    );
+    // The informer watches on: a later change arrives.
+    let c = source.create(Pod::new("c", 3)).unwrap();
+    applied(&inf, &c.resource_version()).await;
+    assert_eq!(cached(&inf), ["a", "b", "c"]);
+    running.stop().await;
+}
