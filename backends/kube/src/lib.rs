@@ -13,6 +13,9 @@
 //!   relist, too-large resource version → relist from the latest, 429 and refused connections →
 //!   retry the watch).
 //!
+//! - [`LeaseLock`]: a `kcache-leaderelection` lock on a `coordination.k8s.io/v1` Lease, so
+//!   replicas of a controller elect a leader as client-go's do.
+//!
 //! Coming from kube-runtime? The [`migration`] page maps its watcher, reflector, `Store`,
 //! `Controller` and scheduler to their kcache counterparts, with a complete controller.
 //!
@@ -40,6 +43,7 @@
 
 mod endpoint;
 mod error;
+mod lease;
 mod list_watcher;
 mod meta;
 mod metadata;
@@ -47,6 +51,7 @@ pub mod migration;
 
 pub use endpoint::INITIAL_EVENTS_END_ANNOTATION;
 pub use error::KubeError;
+pub use lease::LeaseLock;
 pub use list_watcher::KubeListWatcher;
 pub use meta::KubeMeta;
 pub use metadata::KubeMetadataListWatcher;

@@ -22,14 +22,19 @@
 //!   raw lines into every open watch, hold new watches, close every open watch, corrupt the next
 //!   N lists; a log of every request's path and query.
 //!
+//! Leases (`coordination.k8s.io/v1`: get, create, replace with 409 on conflict) are served from a
+//! store of their own, for kcache-kube's `LeaseLock`: see the `leases` module.
+//!
 //! Not covered: TLS, authentication, keep-alive, HTTP/2, gzip, protobuf and Table encodings, any
-//! verb but GET (writes go to the `MemorySource` directly), other resource kinds, `!=`/set-based
+//! verb but GET on ConfigMaps (writes go to the `MemorySource` directly), other resource kinds, `!=`/set-based
 //! label selectors, an object leaving a selector becoming a `DELETED` event, the server-side
 //! watch cache (`resourceVersion=0` lists are served from the source like any other), `Retry-After`
 //! headers, and the 3-second wait a real server makes before refusing a too-large version.
 
 #![allow(dead_code, reason = "each test file uses a part of the support module")]
 #![allow(unreachable_pub, reason = "a test support module")]
+
+mod leases;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -83,6 +88,7 @@ struct State {
     control: broadcast::Sender<Control>,
     hold: watch::Sender<bool>,
     log: Mutex<Vec<String>>,
+    leases: leases::Leases,
 }
 
 /// A running loopback server; dropping it stops accepting connections.
@@ -112,6 +118,7 @@ impl Loopback {
             control,
             hold: watch::Sender::new(false),
             log: Mutex::new(Vec::new()),
+            leases: leases::Leases::default(),
         });
         let st = state.clone();
         let accept = tokio::spawn(async move {
@@ -179,6 +186,16 @@ impl Loopback {
         self.state.control.receiver_count()
     }
 
+    /// Answers every Lease request with 503 (`false`), or serves them again (`true`).
+    pub fn set_leases_available(&self, available: bool) {
+        self.state.leases.set_available(available);
+    }
+
+    /// The stored Lease `ns/name`, as JSON.
+    pub fn lease(&self, ns: &str, name: &str) -> Option<Value> {
+        self.state.leases.get(ns, name)
+    }
+
     /// Every request target (`path?query`) served so far.
     pub fn requests(&self) -> Vec<String> {
         self.state.log.lock().map(|l| l.clone()).unwrap_or_default()
@@ -197,8 +214,10 @@ pub fn config_map(ns: &str, name: &str, value: &str) -> ConfigMap {
 // ---------------------------------------------------------------------------------------------
 
 struct Req {
+    method: String,
     path: String,
     query: BTreeMap<String, String>,
+    body: Vec<u8>,
 }
 
 impl Req {
@@ -220,15 +239,38 @@ async fn serve(state: Arc<State>, mut socket: TcpStream) {
 async fn read_head(socket: &mut TcpStream) -> Option<Req> {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
-    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+    let end = loop {
+        if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break p;
+        }
         let n = socket.read(&mut chunk).await.ok()?;
         if n == 0 || buf.len() > 64 * 1024 {
             return None;
         }
         buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+    let mut first = head.lines().next()?.split(' ');
+    let method = first.next()?.to_owned();
+    let target = first.next()?.to_owned();
+    let length: usize = head
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .find(|(k, _)| k.trim().eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.trim().parse().ok())
+        .unwrap_or(0);
+    if length > 1 << 20 {
+        return None;
     }
-    let head = String::from_utf8_lossy(&buf);
-    let target = head.lines().next()?.split(' ').nth(1)?.to_owned();
+    let mut body = buf[end + 4..].to_vec();
+    while body.len() < length {
+        let n = socket.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        body.extend_from_slice(&chunk[..n]);
+    }
+    body.truncate(length);
     let (path, query) = target.split_once('?').unwrap_or((&target, ""));
     let query = query
         .split('&')
@@ -239,8 +281,10 @@ async fn read_head(socket: &mut TcpStream) -> Option<Req> {
         })
         .collect();
     Some(Req {
+        method,
         path: path.to_owned(),
         query,
+        body,
     })
 }
 
@@ -389,6 +433,12 @@ async fn handle(state: &State, req: Req, mut socket: TcpStream) -> std::io::Resu
             "the server has received too many requests",
         );
         return respond(&mut socket, 429, &body).await;
+    }
+    if let Some((ns, name)) = leases::route(&req.path) {
+        return state
+            .leases
+            .respond(&req, &ns, name.as_deref(), socket)
+            .await;
     }
     let Some(namespace) = route(&req.path) else {
         return respond(
