@@ -56,23 +56,20 @@ pub(crate) fn tick<T: Clone + Eq + Hash + Send + 'static>(
     next_metrics: &mut Option<Instant>,
 ) -> Option<Option<Instant>> {
     let shared = weak.upgrade()?;
-    let now = shared.clock.now();
-    let mut g = shared.lock();
-    if g.st.is_shutting_down() {
+    if shared.is_shutting_down() {
         return None;
     }
-    let stamp = shared.metrics.is_some();
-    let fired = g.st.fire_due(now, stamp);
-    let mut next = g.st.next_deadline();
+    // Awake before draining the inbox: a delayed add from now on signals us (see `queue::timer`).
+    shared.timer.awake();
+    let now = shared.clock.now();
+    shared.fire_due(now);
+    let mut next = shared.next_deadline();
+    shared.timer.plan(next);
     if let Some(m) = &shared.metrics {
-        for _ in 0..fired {
-            m.depth.inc();
-            m.adds.inc();
-        }
-        m.delayed_depth.set(g.st.waiting() as f64);
+        m.delayed_depth.set(shared.waiting() as f64);
         if next_metrics.is_none_or(|t| t <= now) {
             let (mut sum, mut longest) = (0.0, 0.0f64);
-            for started in g.st.processing_starts() {
+            for started in shared.processing_starts() {
                 let age = now.saturating_duration_since(started).as_secs_f64();
                 sum += age;
                 longest = longest.max(age);
@@ -85,9 +82,6 @@ pub(crate) fn tick<T: Clone + Eq + Hash + Send + 'static>(
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-    }
-    if fired > 0 {
-        shared.wake(&mut g, fired);
     }
     Some(next)
 }

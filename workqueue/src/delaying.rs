@@ -1,6 +1,7 @@
 //! `DelayingQueue`: a queue whose items can be added after a delay.
 
 use crate::config::QueueConfig;
+use crate::queue::shared::Scheduled;
 use crate::queue::Queue;
 use kcache_core::saturating_add;
 use std::fmt;
@@ -10,8 +11,9 @@ use std::time::{Duration, Instant};
 
 /// A [`Queue`] plus [`add_after`](DelayingQueue::add_after) (client-go's `DelayingInterface`).
 ///
-/// Delayed items wait in one heap served by one background thread per queue (never a thread or
-/// timer per item). It derefs to [`Queue`] for `add`, `get`, `done`, `shut_down` and the rest.
+/// Delayed items wait in one schedule served by one background thread per queue (never a thread or
+/// timer per item). `add_after` decides under its item's shard lock only and appends to an inbox
+/// the timer sorts, so delayed adds do not contend with the ready queue's producers and workers. It derefs to [`Queue`] for `add`, `get`, `done`, `shut_down` and the rest.
 ///
 /// Differences from client-go, on purpose:
 /// - The heap is deduplicated against the ready queue: an item waiting for its delay and added
@@ -75,20 +77,19 @@ impl<T: Clone + Eq + Hash + Send + 'static> DelayingQueue<T> {
         if let Some(m) = &shared.metrics {
             m.retries.inc();
         }
-        let mut g = shared.lock();
-        let (outcome, leftover) = g.st.schedule(item, deadline, now, shared.metrics.is_some());
-        let waiting = g.st.waiting();
-        let accepted = shared.after_add(g, outcome);
-        drop(leftover); // after the lock is released
-        if let Some(m) = &shared.metrics {
-            m.delayed_depth.set(waiting as f64);
+        match shared.add_at(item, deadline, now) {
+            Scheduled::Refused => false,
+            Scheduled::Accepted => true,
+            Scheduled::Waiting { at } => {
+                shared.after_schedule(at);
+                true
+            }
         }
-        accepted
     }
 
     /// The number of items waiting for their delay.
     pub fn waiting_len(&self) -> usize {
-        self.queue.shared.lock().st.waiting()
+        self.queue.shared.waiting()
     }
 
     /// The plain queue under this one (a cheap handle to the same queue).

@@ -11,7 +11,8 @@ use crate::config::QueueConfig;
 use crate::metrics::{
     CounterMetric, GaugeMetric, HistogramMetric, MetricsProvider, SettableGaugeMetric,
 };
-use crate::queue::state::{Slot, Then};
+use crate::queue::shared::Scheduled;
+use crate::queue::slots::{Slot, Then};
 use crate::queue::Queue;
 use kcache_core::{saturating_add, Clock, FakeClock};
 use std::collections::{HashMap, VecDeque};
@@ -317,9 +318,14 @@ impl Runner {
         let now = self.clock.now();
         let at = saturating_add(now, delay);
         let want = self.model.add_at(k, at, now);
-        let mut g = shared.lock();
-        let outcome = g.st.add_at(k, at, now, shared.metrics.is_some());
-        let got = shared.after_add(g, outcome);
+        let got = match shared.add_at(k, at, now) {
+            Scheduled::Refused => false,
+            Scheduled::Accepted => true,
+            Scheduled::Waiting { at } => {
+                shared.after_schedule(at);
+                true
+            }
+        };
         assert_eq!(got, want, "step {step}: add_after({k}, {delay:?}) accepted");
     }
 
@@ -335,16 +341,13 @@ impl Runner {
             model.shutting_down,
             "is_shutting_down {ctx}"
         );
-        let mut g = queue.shared.lock();
-        assert_eq!(g.st.waiting(), model.waiting.len(), "waiting {ctx}");
-        assert_eq!(g.st.is_draining(), model.draining, "draining {ctx}");
-        assert!(
-            g.st.ready().eq(model.ready.iter()),
-            "ready order {:?} {ctx}",
-            g.st.ready().collect::<Vec<_>>()
-        );
+        let shared = &queue.shared;
+        assert_eq!(shared.waiting(), model.waiting.len(), "waiting {ctx}");
+        assert_eq!(shared.is_draining(), model.draining, "draining {ctx}");
+        // The ready FIFO cannot be walked without popping it; its order is checked by every `get`
+        // (against the model's front) and its length above.
         for k in 0..KEYS {
-            let slot = g.st.slot(&k);
+            let slot = shared.slot(&k);
             let then = model
                 .processing
                 .iter()
@@ -377,8 +380,7 @@ impl Runner {
             }
         }
         let earliest = model.waiting.values().map(|w| w.0).min();
-        assert_eq!(g.st.next_deadline(), earliest, "next deadline {ctx}");
-        drop(g);
+        assert_eq!(shared.next_deadline(), earliest, "next deadline {ctx}");
         if let Some(depth) = &self.depth {
             // client-go's depth: items marked dirty and not yet handed out, which includes items
             // re-added (without delay) while in flight.

@@ -1,8 +1,28 @@
 //! `Queue`: the deduplicating work queue (client-go's `workqueue.Interface`).
+//!
+//! # Design: a hot path off any global lock
+//! Each item's state (queued, in flight, in flight and added again, waiting for a delay) lives in
+//! a sharded map ([`slots`]); the items ready to be handed out go through a lock-free FIFO whose
+//! count, and the count of sleeping workers, share one atomic word ([`ready`]); delayed adds append
+//! to an inbox that the timer thread sorts ([`timer`]). An add takes only its item's shard lock; a
+//! worker claims from the ready count and pops without a lock, then takes the item's shard lock to
+//! mark it in flight. Idle workers spin briefly, then sleep; producers wake only sleepers.
+//!
+//! # Ordering
+//! Items are handed out in the order they became ready: the order of their pushes to the FIFO,
+//! each done under the item's shard lock by the add that made it ready (or by `done`, or by the
+//! timer). Adds ordered by happens-before (one producer, or producers that synchronize) keep their
+//! order, exactly as client-go's; adds racing on different threads have no order to keep, as in
+//! client-go, where the mutex picks one. One item is never queued twice, so "FIFO by first add"
+//! holds per item.
 
 mod delays;
+mod fifo;
 mod get_async;
-pub(crate) mod state;
+mod ready;
+pub(crate) mod shared;
+pub(crate) mod slots;
+mod timer;
 mod waiters;
 
 pub use get_async::GetAsync;
@@ -10,16 +30,10 @@ pub use get_async::GetAsync;
 use crate::config::QueueConfig;
 use crate::error::NotProcessing;
 use crate::metrics::QueueMetrics;
-use crate::signal::Signal;
-use crate::sync::atomic::{AtomicUsize, Ordering};
-use crate::sync::{wait_timeout, Condvar, Mutex, MutexGuard};
-use kcache_core::Clock;
-use state::{Added, Finished, State};
+pub(crate) use shared::Shared;
 use std::fmt;
 use std::hash::Hash;
 use std::sync::Arc;
-use std::time::Instant;
-use waiters::Waiters;
 
 /// A work queue with client-go's "stingy" semantics.
 ///
@@ -59,30 +73,6 @@ pub struct Queue<T> {
     pub(crate) shared: Arc<Shared<T>>,
 }
 
-/// What all handles of one queue share.
-pub(crate) struct Shared<T> {
-    inner: Mutex<Inner<T>>,
-    /// Blocking `get` callers wait here.
-    ready: Condvar,
-    /// `shut_down_with_drain` waits here.
-    drained: Condvar,
-    /// The number of ready items as last seen under the lock (or 1 after shutdown), read without
-    /// the lock by workers that spin briefly before they block.
-    ready_hint: AtomicUsize,
-    /// Wakes the background thread (delay timer and metrics ticker), if any.
-    pub(crate) signal: Arc<Signal>,
-    pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) metrics: Option<QueueMetrics>,
-}
-
-pub(crate) struct Inner<T> {
-    pub(crate) st: State<T>,
-    /// Threads blocked in `get`.
-    sleeping: usize,
-    /// Tasks parked in `get_async`.
-    waiters: Waiters,
-}
-
 impl<T: Clone + Eq + Hash + Send + 'static> Queue<T> {
     /// A queue with no name, no metrics and the system clock.
     pub fn new() -> Self {
@@ -106,31 +96,14 @@ impl<T: Clone + Eq + Hash + Send + 'static> Queue<T> {
             _ => None,
         };
         Self {
-            shared: Arc::new(Shared {
-                inner: Mutex::new(Inner {
-                    st: State::new(),
-                    sleeping: 0,
-                    waiters: Waiters::new(),
-                }),
-                ready: Condvar::new(),
-                drained: Condvar::new(),
-                ready_hint: AtomicUsize::new(0),
-                signal: Signal::new(),
-                clock: config.clock,
-                metrics,
-            }),
+            shared: Arc::new(Shared::new(config.clock, metrics)),
         }
     }
 
     /// Adds `item`, unless it is already pending. Returns `false` only when the queue is shutting
     /// down and the item was refused; a deduplicated add counts as accepted.
     pub fn add(&self, item: T) -> bool {
-        let now = self.shared.metrics_now();
-        let mut g = self.shared.lock();
-        let (outcome, leftover) = g.st.insert(item, now);
-        let accepted = self.shared.after_add(g, outcome);
-        drop(leftover); // after the lock is released
-        accepted
+        self.shared.add(item)
     }
 
     /// Hands out the oldest queued item, blocking while the queue is empty. Returns `None` once the
@@ -138,29 +111,24 @@ impl<T: Clone + Eq + Hash + Send + 'static> Queue<T> {
     /// still in flight). Every item it returns must be given back with [`done`](Queue::done).
     ///
     /// # Blocking
-    /// Blocks the calling thread; use [`get_async`](Queue::get_async) in async code.
+    /// Blocks the calling thread; use [`get_async`](Queue::get_async) in async code. An idle
+    /// worker first spins for a few microseconds (yielding its core), then sleeps until an add
+    /// wakes it; adds wake only workers that sleep.
     pub fn get(&self) -> Option<T> {
-        let mut g = self.shared.lock();
-        let mut spun = false;
+        let shared = &self.shared;
         loop {
-            if let Some(item) = self.shared.take(&mut g) {
+            if let Some(item) = shared.try_take() {
                 return Some(item);
             }
-            if g.st.is_shutting_down() {
+            if shared.ready.is_closed_and_empty() {
                 return None;
             }
-            if !spun && SPIN {
-                // A producer is often about to add: waiting a few hundred nanoseconds here is far
-                // cheaper than a futex sleep and wake-up, for this thread and for the producer.
-                spun = true;
-                drop(g);
-                self.shared.spin_until_hint();
-                g = self.shared.lock();
+            if SPIN && spin_until(|| shared.ready.has_news()) {
                 continue;
             }
-            g.sleeping += 1;
-            wait_timeout(&self.shared.ready, &mut g, None);
-            g.sleeping -= 1;
+            if !shared.ready.sleep() {
+                return None;
+            }
         }
     }
 
@@ -176,8 +144,7 @@ impl<T: Clone + Eq + Hash + Send + 'static> Queue<T> {
 
     /// Non-blocking [`get`](Queue::get): `None` when nothing is queued right now.
     pub fn try_get(&self) -> Option<T> {
-        let mut g = self.shared.lock();
-        self.shared.take(&mut g)
+        self.shared.try_take()
     }
 
     /// Marks `item` as processed. If it was added again meanwhile, it is queued again now.
@@ -186,17 +153,12 @@ impl<T: Clone + Eq + Hash + Send + 'static> Queue<T> {
     /// [`NotProcessing`] if `item` is not being processed (never handed out, or `done` twice);
     /// nothing changes then (client-go would push a duplicate queue entry).
     pub fn done(&self, item: &T) -> Result<(), NotProcessing> {
-        let now = self.shared.metrics_now();
-        let mut g = self.shared.lock();
-        let clock = &self.shared.clock;
-        let outcome =
-            g.st.done(item, || now.unwrap_or_else(|| clock.now()), now.is_some());
-        self.shared.after_done(g, outcome, now)
+        self.shared.done(item)
     }
 
     /// The number of items ready to be handed out (not in flight, not waiting for a delay).
     pub fn len(&self) -> usize {
-        self.shared.lock().st.len()
+        self.shared.ready.len()
     }
 
     /// Whether no item is ready to be handed out.
@@ -219,168 +181,40 @@ impl<T: Clone + Eq + Hash + Send + 'static> Queue<T> {
     /// if workers stop calling `done`, it waits for ever.
     pub fn shut_down_with_drain(&self) {
         self.shared.shut_down(true);
-        let mut g = self.shared.lock();
-        while g.st.is_draining() && !g.st.is_drained() {
-            wait_timeout(&self.shared.drained, &mut g, None);
-        }
+        self.shared.wait_drained();
     }
 
     /// Whether the queue is shutting down.
     pub fn is_shutting_down(&self) -> bool {
-        self.shared.lock().st.is_shutting_down()
+        self.shared.is_shutting_down()
     }
 
     /// The number of items handed out and not yet done.
     pub fn in_flight(&self) -> usize {
-        self.shared.lock().st.in_flight()
+        self.shared.in_flight()
     }
 }
 
 /// Whether idle workers spin briefly before blocking (never under loom, which explores every step).
 const SPIN: bool = cfg!(not(kcache_loom));
 
-impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
-    /// Spins, then yields, for a short while until the ready hint says an item may be there.
-    fn spin_until_hint(&self) {
-        for round in 0..16u32 {
-            if self.ready_hint.load(Ordering::Relaxed) != 0 {
-                return;
-            }
-            if round < 6 {
-                for _ in 0..(1u32 << round) {
-                    std::hint::spin_loop();
-                }
-            } else {
-                crate::sync::thread::yield_now();
-            }
+/// Spins, then yields, for a short while until `news` says an item may be there. Yielding lets a
+/// producer that shares this core run; a few microseconds of this are far cheaper than a futex
+/// sleep and wake-up, for this thread and for the producer that would have to wake it.
+fn spin_until(news: impl Fn() -> bool) -> bool {
+    for round in 0..16u32 {
+        if news() {
+            return true;
         }
-    }
-
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Inner<T>> {
-        self.inner.lock()
-    }
-
-    /// The time for metrics timestamps, read only when metrics are on.
-    pub(crate) fn metrics_now(&self) -> Option<Instant> {
-        self.metrics.as_ref().map(|_| self.clock.now())
-    }
-
-    fn take(&self, g: &mut MutexGuard<'_, Inner<T>>) -> Option<T> {
-        let now = self.metrics_now();
-        let (item, since) = g.st.get(now)?;
-        self.ready_hint.store(g.st.len(), Ordering::Relaxed);
-        if let Some(m) = &self.metrics {
-            m.depth.dec();
-            if let (Some(now), Some(since)) = (now, since) {
-                m.latency
-                    .observe(now.saturating_duration_since(since).as_secs_f64());
+        if round < 6 {
+            for _ in 0..(1u32 << round) {
+                std::hint::spin_loop();
             }
-        }
-        Some(item)
-    }
-
-    /// Wakes whoever must learn of an add's outcome, after releasing the lock.
-    pub(crate) fn after_add(&self, mut g: MutexGuard<'_, Inner<T>>, outcome: Added) -> bool {
-        match outcome {
-            Added::Refused => return false,
-            Added::Deduplicated | Added::DeferredDelay => return true,
-            Added::Pushed | Added::Deferred => {
-                if let Some(m) = &self.metrics {
-                    m.depth.inc();
-                    m.adds.inc();
-                }
-                if outcome == Added::Pushed {
-                    self.wake(&mut g, 1);
-                }
-            }
-            Added::Delayed { earliest } => {
-                if earliest {
-                    self.signal.set();
-                }
-            }
-        }
-        true
-    }
-
-    fn after_done(
-        &self,
-        mut g: MutexGuard<'_, Inner<T>>,
-        outcome: Finished,
-        now: Option<Instant>,
-    ) -> Result<(), NotProcessing> {
-        let started = match outcome {
-            Finished::NotProcessing => return Err(NotProcessing),
-            Finished::Removed { started, idle } => {
-                if idle && g.st.is_draining() && g.st.is_drained() {
-                    self.drained.notify_all();
-                }
-                started
-            }
-            Finished::Requeued { started, newly } => {
-                if let (Some(m), true) = (&self.metrics, newly) {
-                    m.depth.inc();
-                    m.adds.inc();
-                }
-                self.wake(&mut g, 1);
-                started
-            }
-            Finished::Delayed { started, earliest } => {
-                if earliest {
-                    self.signal.set();
-                }
-                started
-            }
-        };
-        drop(g);
-        if let (Some(m), Some(now), Some(started)) = (&self.metrics, now, started) {
-            m.work_duration
-                .observe(now.saturating_duration_since(started).as_secs_f64());
-        }
-        Ok(())
-    }
-
-    /// Wakes up to `n` waiters (blocked threads first, then parked tasks).
-    pub(crate) fn wake(&self, g: &mut MutexGuard<'_, Inner<T>>, n: usize) {
-        self.ready_hint.store(g.st.len(), Ordering::Relaxed);
-        let threads = n.min(g.sleeping);
-        for _ in 0..threads {
-            self.ready.notify_one();
-        }
-        for _ in threads..n {
-            if !g.waiters.wake_one() {
-                break;
-            }
-        }
-    }
-
-    pub(crate) fn shut_down(&self, drain: bool) {
-        let mut g = self.lock();
-        if g.st.is_shutting_down() && drain {
-            // A drain requested after a plain shutdown has nothing to wait for.
-            return;
-        }
-        if g.st.is_shutting_down() {
-            g.st.stop_draining();
         } else {
-            g.st.shut_down(drain);
+            crate::sync::thread::yield_now();
         }
-        if let Some(m) = &self.metrics {
-            m.delayed_depth.set(0.0);
-        }
-        self.ready_hint.store(1, Ordering::Relaxed);
-        self.ready.notify_all();
-        self.drained.notify_all();
-        g.waiters.wake_all();
-        drop(g);
-        self.signal.set();
     }
-}
-
-impl<T> Drop for Shared<T> {
-    fn drop(&mut self) {
-        // Let a background thread (holding only a weak handle) notice and exit.
-        self.signal.set();
-    }
+    news()
 }
 
 impl<T: Clone + Eq + Hash + Send + 'static> Default for Queue<T> {

@@ -1,9 +1,10 @@
 //! The delay schedule: entries ordered by deadline, with an O(1) lane for the common case of
 //! deadlines that arrive in order (the same retry delay added over time).
 //!
-//! Entries that are not earlier than the last one in the lane are appended to the lane (a
-//! `VecDeque` sorted by construction); others go to a binary heap. The earliest entry is the
-//! smaller of the two fronts. A workload whose deadlines only grow never touches the heap.
+//! Entries are ordered by deadline, then by entry number (the order in which they were scheduled).
+//! Entries that are not before the last one in the lane are appended to the lane (a `VecDeque`
+//! sorted by construction); others go to a binary heap. The earliest entry is the smaller of the
+//! two fronts. A workload whose deadlines only grow never touches the heap.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, VecDeque};
@@ -13,8 +14,8 @@ use std::time::Instant;
 #[derive(Debug)]
 pub(crate) struct Entry<T> {
     pub(crate) at: Instant,
-    /// Push order: unique per entry, so it also tells one entry of an item from another with the
-    /// same deadline.
+    /// Entry number, given when the entry is scheduled: unique per entry, so it also tells one
+    /// entry of an item from another with the same deadline, and orders equal deadlines.
     pub(crate) seq: u64,
     pub(crate) item: T,
 }
@@ -42,12 +43,11 @@ impl<T> Ord for Entry<T> {
     }
 }
 
-/// Scheduled entries, earliest first (ties in insertion order).
+/// Scheduled entries, earliest first (equal deadlines by entry number).
 #[derive(Debug)]
 pub(crate) struct Delays<T> {
     lane: VecDeque<Entry<T>>,
     heap: BinaryHeap<Reverse<Entry<T>>>,
-    seq: u64,
 }
 
 impl<T> Delays<T> {
@@ -55,26 +55,20 @@ impl<T> Delays<T> {
         Self {
             lane: VecDeque::new(),
             heap: BinaryHeap::new(),
-            seq: 0,
         }
     }
 
-    /// Schedules `item` at `at`; `true` if it is now the earliest entry, and the entry's number.
-    pub(crate) fn push(&mut self, item: T, at: Instant) -> (bool, u64) {
-        let earliest = self.peek().is_none_or(|e| at < e.at);
-        self.seq += 1;
-        let entry = Entry {
-            at,
-            seq: self.seq,
-            item,
-        };
-        if self.lane.back().is_none_or(|last| at >= last.at) {
+    /// Adds `entry`; `true` if it is now the earliest entry.
+    pub(crate) fn push(&mut self, entry: Entry<T>) -> bool {
+        let earliest = self.peek().is_none_or(|e| entry < *e);
+        if self.lane.back().is_none_or(|last| entry >= *last) {
             self.lane.push_back(entry);
         } else {
             self.heap.push(Reverse(entry));
         }
-        (earliest, self.seq)
+        earliest
     }
+
 
     /// The earliest entry.
     pub(crate) fn peek(&self) -> Option<&Entry<T>> {
@@ -117,7 +111,7 @@ mod tests {
         let ms = |n: u64| base + Duration::from_millis(n);
         let mut d = Delays::new();
         for (i, at) in [5, 7, 7, 3, 9, 1, 8, 8, 2].into_iter().enumerate() {
-            d.push(i, ms(at));
+            d.push(entry(i, ms(at), i as u64));
         }
         let mut out = Vec::new();
         while let Some(e) = d.pop() {
@@ -140,14 +134,32 @@ mod tests {
         assert_eq!(out, expected);
     }
 
+    fn entry<T>(item: T, at: Instant, seq: u64) -> Entry<T> {
+        Entry { at, seq, item }
+    }
+
     #[test]
     fn push_reports_whether_the_entry_is_now_the_earliest() {
         let base = kcache_core::Clock::now(&kcache_core::FakeClock::new());
         let mut d = Delays::new();
-        assert!(d.push('a', base + Duration::from_millis(10)).0);
-        assert!(!d.push('b', base + Duration::from_millis(20)).0);
-        assert!(!d.push('c', base + Duration::from_millis(10)).0);
-        assert!(d.push('d', base + Duration::from_millis(5)).0);
+        assert!(d.push(entry('a', base + Duration::from_millis(10), 1)));
+        assert!(!d.push(entry('b', base + Duration::from_millis(20), 2)));
+        assert!(!d.push(entry('c', base + Duration::from_millis(10), 3)));
+        assert!(d.push(entry('d', base + Duration::from_millis(5), 4)));
         assert_eq!(d.peek().map(|e| e.item), Some('d'));
+    }
+
+    #[test]
+    fn equal_deadlines_come_out_by_entry_number_whatever_order_they_arrive_in() {
+        let at = kcache_core::Clock::now(&kcache_core::FakeClock::new()) + Duration::from_millis(1);
+        let mut d = Delays::new();
+        for seq in [2, 1, 4, 3] {
+            d.push(entry(seq, at, seq));
+        }
+        let mut out = Vec::new();
+        while let Some(e) = d.pop() {
+            out.push(e.item);
+        }
+        assert_eq!(out, [1, 2, 3, 4]);
     }
 }

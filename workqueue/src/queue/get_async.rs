@@ -1,5 +1,6 @@
 //! The future of `Queue::get_async`.
 
+use super::ready::TaskPark;
 use super::Queue;
 use std::fmt;
 use std::future::Future;
@@ -26,30 +27,37 @@ impl<T: Clone + Eq + Hash + Send + 'static> Future for GetAsync<'_, T> {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
         let shared = &self.queue.shared;
-        let mut g = shared.lock();
-        let taken = shared.take(&mut g);
-        if taken.is_some() || g.st.is_shutting_down() {
-            if let Some(id) = self.id.take() {
-                g.waiters.remove(id);
+        loop {
+            if let Some(item) = shared.try_take() {
+                if let Some(id) = self.id.take() {
+                    // Parked and not woken (a spurious poll): leave the sleepers.
+                    shared.ready.unpark_task(id, false);
+                }
+                return Poll::Ready(Some(item));
             }
-            return Poll::Ready(taken);
+            match shared.ready.park_task(self.id, cx.waker()) {
+                TaskPark::Retry => continue,
+                TaskPark::Closed => {
+                    if let Some(id) = self.id.take() {
+                        shared.ready.unpark_task(id, false);
+                    }
+                    return Poll::Ready(None);
+                }
+                TaskPark::Parked(id) => {
+                    self.id = Some(id);
+                    return Poll::Pending;
+                }
+                TaskPark::Yield => return Poll::Pending,
+            }
         }
-        let mut id = self.id;
-        g.waiters.register(&mut id, cx.waker());
-        drop(g);
-        self.id = id;
-        Poll::Pending
     }
 }
 
 impl<T: Clone + Eq + Hash + Send + 'static> Drop for GetAsync<'_, T> {
     fn drop(&mut self) {
-        let Some(id) = self.id.take() else { return };
-        let shared = &self.queue.shared;
-        let mut g = shared.lock();
-        if !g.waiters.remove(id) && g.st.len() > 0 {
-            // We were woken for an item we will never take: pass the wake-up on.
-            shared.wake(&mut g, 1);
+        if let Some(id) = self.id.take() {
+            // Woken for an item we will never take: pass the wake-up on.
+            self.queue.shared.ready.unpark_task(id, true);
         }
     }
 }

@@ -11,24 +11,31 @@ pub(crate) struct Waiters {
 }
 
 impl Waiters {
-    pub(crate) fn new() -> Self {
-        Self::default()
+    /// How many tasks are parked.
+    pub(crate) fn len(&self) -> usize {
+        self.parked.len()
     }
 
-    /// Parks (or re-parks) the task of the future holding `id`.
-    pub(crate) fn register(&mut self, id: &mut Option<u64>, waker: &Waker) {
-        if let Some(id) = *id {
-            if let Some((_, w)) = self.parked.iter_mut().find(|(i, _)| *i == id) {
+    /// Re-registers `waker` under `id` if that id is still parked; `false` if it is not (it was
+    /// woken, or never parked).
+    pub(crate) fn refresh(&mut self, id: u64, waker: &Waker) -> bool {
+        match self.parked.iter_mut().find(|(i, _)| *i == id) {
+            Some((_, w)) => {
                 if !w.will_wake(waker) {
                     w.clone_from(waker);
                 }
-                return;
+                true
             }
+            None => false,
         }
-        let new = self.next_id;
+    }
+
+    /// Parks a new task; returns its id.
+    pub(crate) fn park(&mut self, waker: &Waker) -> u64 {
+        let id = self.next_id;
         self.next_id += 1;
-        self.parked.push_back((new, waker.clone()));
-        *id = Some(new);
+        self.parked.push_back((id, waker.clone()));
+        id
     }
 
     /// Unparks `id` without waking it. `false` if it was no longer parked (it was woken).
@@ -42,21 +49,13 @@ impl Waiters {
         }
     }
 
-    /// Wakes the longest-parked task. `false` if none was parked.
-    pub(crate) fn wake_one(&mut self) -> bool {
-        match self.parked.pop_front() {
-            Some((_, w)) => {
-                w.wake();
-                true
-            }
-            None => false,
-        }
+    /// Unparks the longest-parked task; the caller wakes it after releasing its lock.
+    pub(crate) fn pop(&mut self) -> Option<Waker> {
+        self.parked.pop_front().map(|(_, w)| w)
     }
 
-    /// Wakes every parked task.
-    pub(crate) fn wake_all(&mut self) {
-        for (_, w) in self.parked.drain(..) {
-            w.wake();
-        }
+    /// Unparks every task; the caller wakes them after releasing its lock.
+    pub(crate) fn take_all(&mut self) -> Vec<Waker> {
+        self.parked.drain(..).map(|(_, w)| w).collect()
     }
 }

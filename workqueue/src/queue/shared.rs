@@ -1,0 +1,407 @@
+//! What all handles of one queue share, and every transition of an item's slot.
+//!
+//! The rules (client-go's, plus the fine points of DESIGN.md) in one place; each transition takes
+//! the item's shard lock only. See [`slots`](super::slots) for the states, [`ready`](super::ready)
+//! for the hand-off to workers and [`timer`](super::timer) for delays.
+//!
+//! # Shutdown
+//! `shut_down` sets `closing`, then locks every shard once. An add that saw `closing` unset did
+//! its whole transition, ready push included, under its shard lock, so once the sweep has passed
+//! every shard, every accepted add is in the ready count; only then is the ready queue closed (a
+//! worker returns `None` when it sees "closed" and a zero count). The sweep also drops the items
+//! waiting for a delay.
+//!
+//! # In flight and drain
+//! `in_flight` counts items handed out and not done, plus a `DRAINING` flag bit. A worker counts
+//! itself in flight *before* it claims a ready item and a `done` that requeues pushes *before* it
+//! counts itself out, so "nothing ready and nothing in flight" is never seen while an item is on
+//! its way between the two. The `done` (or failed claim) that brings the count to zero while the
+//! flag is set wakes the drain.
+
+use super::ready::Ready;
+use super::slots::{Slot, Slots, Then};
+use super::timer::Timer;
+use crate::error::NotProcessing;
+use crate::metrics::QueueMetrics;
+use crate::signal::Signal;
+use crate::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use crate::sync::Mutex;
+use crossbeam_utils::CachePadded;
+use kcache_core::Clock;
+use std::hash::Hash;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The flag bit of `in_flight`.
+const DRAINING: usize = 1 << (usize::BITS - 1);
+
+/// What all handles of one queue share.
+pub(crate) struct Shared<T> {
+    pub(crate) slots: Slots<T>,
+    pub(crate) ready: Ready<T>,
+    pub(crate) timer: Timer<T>,
+    /// Set by `shut_down`, read under shard locks.
+    closing: AtomicBool,
+    /// Items handed out and not yet done, plus `DRAINING`.
+    in_flight: CachePadded<AtomicUsize>,
+    /// Items waiting for a delay (slots in `Waiting`); changed only under shard locks.
+    waiting: AtomicUsize,
+    /// Serializes `shut_down` calls.
+    life: Mutex<()>,
+    /// Wakes the background thread (delay timer and metrics ticker), if any.
+    pub(crate) signal: Arc<Signal>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) metrics: Option<QueueMetrics>,
+}
+
+/// What a delayed add did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scheduled {
+    /// Refused: the queue is shutting down.
+    Refused,
+    /// Accepted; nothing else to tell.
+    Accepted,
+    /// The item waits for `at`.
+    Waiting { at: Instant },
+}
+
+impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
+    pub(crate) fn new(clock: Arc<dyn Clock>, metrics: Option<QueueMetrics>) -> Self {
+        let base = clock.now();
+        Self {
+            slots: Slots::new(),
+            ready: Ready::new(),
+            timer: Timer::new(base),
+            closing: AtomicBool::new(false),
+            in_flight: CachePadded::new(AtomicUsize::new(0)),
+            waiting: AtomicUsize::new(0),
+            life: Mutex::new(()),
+            signal: Signal::new(),
+            clock,
+            metrics,
+        }
+    }
+
+    /// The time for metrics timestamps, read only when metrics are on.
+    pub(crate) fn metrics_now(&self) -> Option<Instant> {
+        self.metrics.as_ref().map(|_| self.clock.now())
+    }
+
+    /// Whether `shut_down` has run (or is running).
+    pub(crate) fn is_shutting_down(&self) -> bool {
+        self.closing.load(Ordering::Acquire)
+    }
+
+    /// Whether a drain is being waited for.
+    pub(crate) fn is_draining(&self) -> bool {
+        self.in_flight.load(Ordering::Acquire) & DRAINING != 0
+    }
+
+    /// Items handed out and not yet done.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::Acquire) & !DRAINING
+    }
+
+    /// Items waiting for a delay.
+    pub(crate) fn waiting(&self) -> usize {
+        self.waiting.load(Ordering::Acquire)
+    }
+
+    /// Makes `item` ready now, unless it is pending already. `false` only when refused.
+    pub(crate) fn add(&self, item: T) -> bool {
+        let now = self.metrics_now();
+        let mut shard = self.slots.lock(&item);
+        if self.closing.load(Ordering::Acquire) {
+            drop(shard);
+            return false;
+        }
+        let mut wake = false;
+        let counted = match shard.get_mut(&item) {
+            None => {
+                wake = self.ready.push(item.clone());
+                shard.insert(item, Slot::Queued { since: now });
+                true
+            }
+            Some(Slot::Queued { .. }) => false,
+            Some(Slot::Processing { then, .. }) => match then {
+                Then::Requeue { .. } => false,
+                Then::Nothing | Then::Wait { .. } => {
+                    *then = Then::Requeue { since: now };
+                    true
+                }
+            },
+            Some(slot @ Slot::Waiting { .. }) => {
+                // Ready now; its delay entry goes stale (deduplicated against the ready queue).
+                *slot = Slot::Queued { since: now };
+                self.waiting.fetch_sub(1, Ordering::AcqRel);
+                wake = self.ready.push(item);
+                true
+            }
+        };
+        drop(shard);
+        self.after_push(wake, counted);
+        true
+    }
+
+    /// Makes `item` ready at `at`; a deadline not after `now` is an immediate add.
+    pub(crate) fn add_at(&self, item: T, at: Instant, now: Instant) -> Scheduled {
+        if at <= now {
+            return if self.add(item) {
+                Scheduled::Accepted
+            } else {
+                Scheduled::Refused
+            };
+        }
+        let mut shard = self.slots.lock(&item);
+        if self.closing.load(Ordering::Acquire) {
+            drop(shard);
+            return Scheduled::Refused;
+        }
+        match shard.get_mut(&item) {
+            None => {
+                let seq = self.timer.schedule(item.clone(), at);
+                shard.insert(item, Slot::Waiting { at, seq });
+                self.waiting.fetch_add(1, Ordering::AcqRel);
+            }
+            Some(Slot::Queued { .. }) => return Scheduled::Accepted,
+            Some(Slot::Processing { then, .. }) => {
+                match then {
+                    Then::Requeue { .. } => {}
+                    Then::Wait { at: old } if *old <= at => {}
+                    Then::Nothing | Then::Wait { .. } => *then = Then::Wait { at },
+                }
+                return Scheduled::Accepted;
+            }
+            Some(slot @ Slot::Waiting { .. }) => {
+                if matches!(*slot, Slot::Waiting { at: old, .. } if old <= at) {
+                    return Scheduled::Accepted;
+                }
+                let seq = self.timer.schedule(item, at);
+                *slot = Slot::Waiting { at, seq };
+            }
+        }
+        drop(shard);
+        Scheduled::Waiting { at }
+    }
+
+    /// After a delayed entry was scheduled: wake the timer if it plans to wake later.
+    pub(crate) fn after_schedule(&self, at: Instant) {
+        if let Some(m) = &self.metrics {
+            m.delayed_depth.set(self.waiting() as f64);
+        }
+        if self.timer.must_wake(at) {
+            self.signal.set();
+        }
+    }
+
+    /// After an item became ready (`wake`: a sleeper was registered) or newly pending
+    /// (`counted`: metrics count it as an add).
+    fn after_push(&self, wake: bool, counted: bool) {
+        if let (Some(m), true) = (&self.metrics, counted) {
+            m.depth.inc();
+            m.adds.inc();
+        }
+        if wake {
+            self.ready.wake_one();
+        }
+    }
+
+    /// Takes a ready item if there is one, and marks it in flight.
+    pub(crate) fn try_take(&self) -> Option<T> {
+        if self.ready.len() == 0 {
+            return None;
+        }
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        if !self.ready.try_claim() {
+            self.flight_ended();
+            return None;
+        }
+        let item = self.ready.pop_claimed();
+        let now = self.metrics_now();
+        let since = {
+            let mut shard = self.slots.lock(&item);
+            match shard.get_mut(&item) {
+                Some(slot) => {
+                    let since = match *slot {
+                        Slot::Queued { since } => since,
+                        _ => None,
+                    };
+                    *slot = Slot::Processing {
+                        started: now,
+                        then: Then::Nothing,
+                    };
+                    since
+                }
+                None => None,
+            }
+        };
+        if let Some(m) = &self.metrics {
+            m.depth.dec();
+            if let (Some(now), Some(since)) = (now, since) {
+                m.latency
+                    .observe(now.saturating_duration_since(since).as_secs_f64());
+            }
+        }
+        Some(item)
+    }
+
+    /// One item fewer in flight; wakes a drain that waits for the last one.
+    fn flight_ended(&self) {
+        let before = self.in_flight.fetch_sub(1, Ordering::AcqRel);
+        if before == DRAINING | 1 {
+            self.ready.notify_drained();
+        }
+    }
+
+    /// Marks `item` processed; requeues or schedules it if it was added again meanwhile.
+    pub(crate) fn done(&self, item: &T) -> Result<(), NotProcessing> {
+        let now = self.metrics_now();
+        let mut shard = self.slots.lock(item);
+        let Some(Slot::Processing { started, then }) = shard.get(item).copied() else {
+            return Err(NotProcessing);
+        };
+        let (mut wake, mut counted, mut scheduled) = (false, false, None);
+        match then {
+            Then::Requeue { since } => {
+                shard.insert(item.clone(), Slot::Queued { since });
+                wake = self.ready.push(item.clone());
+            }
+            Then::Wait { at } if !self.closing.load(Ordering::Acquire) => {
+                let t = now.unwrap_or_else(|| self.clock.now());
+                if at <= t {
+                    let since = self.metrics.as_ref().map(|_| t);
+                    shard.insert(item.clone(), Slot::Queued { since });
+                    wake = self.ready.push(item.clone());
+                    counted = true;
+                } else {
+                    let seq = self.timer.schedule(item.clone(), at);
+                    shard.insert(item.clone(), Slot::Waiting { at, seq });
+                    self.waiting.fetch_add(1, Ordering::AcqRel);
+                    scheduled = Some(at);
+                }
+            }
+            // Nothing to do, or a delayed re-add whose schedule went away with the shutdown.
+            Then::Nothing | Then::Wait { .. } => {
+                shard.remove(item);
+            }
+        }
+        drop(shard);
+        self.flight_ended();
+        self.after_push(wake, counted);
+        if let Some(at) = scheduled {
+            self.after_schedule(at);
+        }
+        if let (Some(m), Some(now), Some(started)) = (&self.metrics, now, started) {
+            m.work_duration
+                .observe(now.saturating_duration_since(started).as_secs_f64());
+        }
+        Ok(())
+    }
+
+    /// Moves every live entry due at `now` to the ready queue; returns how many.
+    pub(crate) fn fire_due(&self, now: Instant) -> usize {
+        let since = self.metrics.as_ref().map(|_| now);
+        let (mut fired, mut wake) = (0, 0);
+        let mut schedule = self.timer.drain();
+        while schedule.delays.peek().is_some_and(|e| e.at <= now) {
+            let Some(e) = schedule.delays.pop() else {
+                break;
+            };
+            let mut shard = self.slots.lock(&e.item);
+            if let Some(slot) = shard.get_mut(&e.item) {
+                if *slot == (Slot::Waiting { at: e.at, seq: e.seq }) {
+                    *slot = Slot::Queued { since };
+                    self.waiting.fetch_sub(1, Ordering::AcqRel);
+                    wake += usize::from(self.ready.push(e.item));
+                    fired += 1;
+                }
+            }
+        }
+        drop(schedule);
+        if let Some(m) = &self.metrics {
+            for _ in 0..fired {
+                m.depth.inc();
+                m.adds.inc();
+            }
+        }
+        for _ in 0..wake {
+            self.ready.wake_one();
+        }
+        fired
+    }
+
+    /// The earliest live deadline (dropping stale entries on the way).
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+        let mut schedule = self.timer.drain();
+        while let Some(e) = schedule.delays.peek() {
+            let live = self.slots.lock(&e.item).get(&e.item).copied()
+                == Some(Slot::Waiting { at: e.at, seq: e.seq });
+            if live {
+                return Some(e.at);
+            }
+            schedule.delays.pop();
+        }
+        None
+    }
+
+    /// Start times of the items in flight (for the unfinished-work metrics).
+    pub(crate) fn processing_starts(&self) -> Vec<Instant> {
+        let mut starts = Vec::new();
+        self.slots.for_each(|shard| {
+            starts.extend(shard.values().filter_map(|s| match s {
+                Slot::Processing { started, .. } => *started,
+                _ => None,
+            }))
+        });
+        starts
+    }
+
+    /// The slot of `item` (tests and the fuzz model).
+    #[allow(dead_code, reason = "used by tests and the fuzz model")]
+    pub(crate) fn slot(&self, item: &T) -> Option<Slot> {
+        self.slots.lock(item).get(item).copied()
+    }
+
+    /// Starts shutting down (see the module docs); with `drain`, `shut_down_with_drain` then waits
+    /// for [`is_drained`](Shared::is_drained). A plain shutdown after a drain began ends the drain.
+    pub(crate) fn shut_down(&self, drain: bool) {
+        let _life = self.life.lock();
+        if self.closing.load(Ordering::Acquire) {
+            if !drain {
+                // A later plain shutdown stops a drain that is still waiting.
+                self.in_flight.fetch_and(!DRAINING, Ordering::AcqRel);
+                self.ready.notify_drained();
+            }
+            return;
+        }
+        self.closing.store(true, Ordering::Release);
+        if drain {
+            self.in_flight.fetch_or(DRAINING, Ordering::AcqRel);
+        }
+        // Every shard, even when `waiting` reads zero: an add that has not seen `closing` yet may
+        // be making an item wait in a shard the sweep has not reached.
+        self.slots.for_each(|shard| {
+            shard.retain(|_, s| !matches!(s, Slot::Waiting { .. }));
+        });
+        self.waiting.store(0, Ordering::Release);
+        self.timer.clear();
+        if let Some(m) = &self.metrics {
+            m.delayed_depth.set(0.0);
+        }
+        self.ready.close();
+        self.signal.set();
+    }
+
+    /// Waits until a drain is complete (nothing ready, nothing in flight) or no longer wanted.
+    pub(crate) fn wait_drained(&self) {
+        self.ready
+            .wait_drained(|ready| !self.is_draining() || (ready == 0 && self.in_flight() == 0));
+    }
+}
+
+impl<T> Drop for Shared<T> {
+    fn drop(&mut self) {
+        // Let a background thread (holding only a weak handle) notice and exit.
+        self.signal.set();
+    }
+}

@@ -1,0 +1,114 @@
+//! The delay schedule's two halves: an inbox that delayed adds append to, and the schedule that
+//! only the timer (the queue's background thread) sorts and fires.
+//!
+//! A delayed add decides what it does at the call, under the item's shard lock (a no-op if the
+//! item is queued, "after its `done`" if it is in flight, …); only when the item must wait does it
+//! append an entry `(deadline, entry number, item)` to the inbox and record that entry number in
+//! the item's slot. The timer moves the inbox into its [`Delays`] when it wakes, and fires an entry
+//! only if the item's slot still names that entry: an entry made stale meanwhile (the item was
+//! added now, processed, re-scheduled) is dropped. An earlier attempt scheduled the *decision*
+//! later, which let a queued item run twice; here only the sorting is deferred.
+//!
+//! The timer publishes the deadline it plans to wake at ([`planned`](Timer::must_wake)), and a
+//! delayed add signals it only for an earlier deadline. Before it drains the inbox the timer marks
+//! itself awake (every add then signals), so an entry appended after a drain is either signalled or
+//! due no earlier than the wake-up the timer publishes next; the inbox's mutex orders the two
+//! sides.
+
+use super::delays::{Delays, Entry};
+use crate::sync::atomic::{AtomicU64, Ordering};
+use crate::sync::{Mutex, MutexGuard};
+use std::time::Instant;
+
+/// What delayed adds append to.
+#[derive(Debug)]
+struct Inbox<T> {
+    entries: Vec<Entry<T>>,
+    /// The next entry number.
+    next_seq: u64,
+}
+
+/// The schedule and what the timer thread keeps with it.
+#[derive(Debug)]
+pub(crate) struct Schedule<T> {
+    pub(crate) delays: Delays<T>,
+    /// The inbox's previous buffer, swapped in at the next drain (no allocation per drain).
+    spare: Vec<Entry<T>>,
+}
+
+/// The inbox and the schedule of one queue.
+#[derive(Debug)]
+pub(crate) struct Timer<T> {
+    inbox: Mutex<Inbox<T>>,
+    schedule: Mutex<Schedule<T>>,
+    /// Nanoseconds after `base` at which the timer plans to wake; `u64::MAX` while it is awake
+    /// or has nothing planned.
+    planned: AtomicU64,
+    base: Instant,
+}
+
+impl<T> Timer<T> {
+    pub(crate) fn new(base: Instant) -> Self {
+        Self {
+            inbox: Mutex::new(Inbox {
+                entries: Vec::new(),
+                next_seq: 0,
+            }),
+            schedule: Mutex::new(Schedule {
+                delays: Delays::new(),
+                spare: Vec::new(),
+            }),
+            planned: AtomicU64::new(u64::MAX),
+            base,
+        }
+    }
+
+    fn nanos(&self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.base).as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// Appends an entry for `item` at `at`; returns its entry number (for the item's slot).
+    pub(crate) fn schedule(&self, item: T, at: Instant) -> u64 {
+        let mut inbox = self.inbox.lock();
+        inbox.next_seq += 1;
+        let seq = inbox.next_seq;
+        inbox.entries.push(Entry { at, seq, item });
+        seq
+    }
+
+    /// Whether a new deadline `at` is earlier than the timer's planned wake-up (the caller then
+    /// signals the timer).
+    pub(crate) fn must_wake(&self, at: Instant) -> bool {
+        self.nanos(at) < self.planned.load(Ordering::SeqCst)
+    }
+
+    /// Marks the timer awake: until [`plan`](Timer::plan), every new deadline signals it.
+    pub(crate) fn awake(&self) {
+        self.planned.store(u64::MAX, Ordering::SeqCst);
+    }
+
+    /// Publishes the deadline the timer will sleep until (after it drained the inbox).
+    pub(crate) fn plan(&self, next: Option<Instant>) {
+        let at = next.map_or(u64::MAX, |at| self.nanos(at));
+        self.planned.store(at, Ordering::SeqCst);
+    }
+
+    /// The schedule, with the inbox moved into it.
+    pub(crate) fn drain(&self) -> MutexGuard<'_, Schedule<T>> {
+        let mut s = self.schedule.lock();
+        let mut spare = std::mem::take(&mut s.spare);
+        std::mem::swap(&mut spare, &mut self.inbox.lock().entries);
+        for e in spare.drain(..) {
+            s.delays.push(e);
+        }
+        s.spare = spare;
+        s
+    }
+
+    /// Drops every entry (shutdown).
+    pub(crate) fn clear(&self) {
+        let mut s = self.schedule.lock();
+        s.delays.clear();
+        self.inbox.lock().entries.clear();
+    }
+}
