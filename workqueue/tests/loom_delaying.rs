@@ -81,3 +81,38 @@ fn a_delayed_add_racing_shut_down_is_refused_or_dropped_never_handed_out() {
         assert_eq!(q.waiting_len(), 0);
     });
 }
+
+#[test]
+fn a_delayed_add_racing_its_own_processing_never_fires_a_stale_entry() {
+    loom::model(|| {
+        let clock = FakeClock::new();
+        let q = DelayingQueue::with_config(QueueConfig::new().clock(Arc::new(clock.clone())));
+        let start = kcache_core::Clock::now(&clock);
+        // Entry 1: item 1 at 10 ms.
+        q.add_at(1u8, start + Duration::from_millis(10));
+        let worker = {
+            let q = q.clone();
+            thread::spawn(move || {
+                // Ready now (entry 1 goes stale, unless the timer fired it first), processed, and
+                // scheduled again during its processing: entry 2 at 20 ms, after its done.
+                q.add(1);
+                let item = q.get().unwrap();
+                q.add_at(item, start + Duration::from_millis(20));
+                q.done(&item).unwrap();
+            })
+        };
+        let advancer = {
+            let clock = clock.clone();
+            thread::spawn(move || clock.advance(Duration::from_millis(10)))
+        };
+        worker.join().unwrap();
+        advancer.join().unwrap();
+        // Whenever the timer ran: entry 1 never fires in entry 2's place.
+        assert_eq!(q.try_get(), None);
+        assert_eq!(q.waiting_len(), 1);
+        clock.advance(Duration::from_millis(10));
+        assert_eq!(q.get(), Some(1));
+        q.done(&1).unwrap();
+        q.shut_down();
+    });
+}

@@ -150,3 +150,98 @@ fn get_async_is_woken_by_an_add_from_another_thread() {
         adder.join().unwrap();
     });
 }
+
+// The hand-offs of the lock-free ready queue (see `queue/ready.rs`). Under loom the FIFO is a
+// `Mutex<VecDeque>` stand-in (crossbeam's `SegQueue` is not loom-aware), so these models check the
+// protocol around it: the ready count and sleeper count in one atomic word, the parking mutex and
+// its tokens, the shard locks, and the shutdown sweep.
+
+#[test]
+fn an_add_racing_a_blocking_get_wakes_it() {
+    loom::model(|| {
+        let q = Queue::new();
+        let worker = {
+            let q = q.clone();
+            thread::spawn(move || q.get())
+        };
+        // Before, during or after the worker registers as a sleeper: it must get the item.
+        q.add(1u8);
+        assert_eq!(worker.join().unwrap(), Some(1));
+        assert_eq!(q.in_flight(), 1);
+    });
+}
+
+#[test]
+fn an_add_racing_done_requeues_once_and_wakes_a_sleeping_worker() {
+    loom::model(|| {
+        let q = Queue::new();
+        q.add(7u8);
+        let item = q.get().unwrap();
+        let sleeper = {
+            let q = q.clone();
+            thread::spawn(move || {
+                let got = q.get();
+                if let Some(i) = got {
+                    q.done(&i).unwrap();
+                }
+                got
+            })
+        };
+        let adder = {
+            let q = q.clone();
+            thread::spawn(move || assert!(q.add(7)))
+        };
+        // The add comes while 7 is in flight (requeued by this done) or after it (queued fresh):
+        // either way exactly one copy reaches the sleeping worker.
+        q.done(&item).unwrap();
+        adder.join().unwrap();
+        assert_eq!(sleeper.join().unwrap(), Some(7));
+        assert_eq!(q.try_get(), None);
+        assert_eq!(q.in_flight(), 0);
+    });
+}
+
+#[test]
+fn shut_down_racing_a_worker_going_to_sleep_wakes_it() {
+    loom::model(|| {
+        let q: Queue<u8> = Queue::new();
+        let worker = {
+            let q = q.clone();
+            thread::spawn(move || q.get())
+        };
+        q.shut_down();
+        assert_eq!(worker.join().unwrap(), None);
+    });
+}
+
+#[test]
+fn shut_down_racing_a_task_going_to_sleep_wakes_it() {
+    loom::model(|| {
+        let q: Queue<u8> = Queue::new();
+        let closer = {
+            let q = q.clone();
+            thread::spawn(move || q.shut_down())
+        };
+        assert_eq!(loom::future::block_on(q.get_async()), None);
+        closer.join().unwrap();
+    });
+}
+
+#[test]
+fn an_add_racing_shut_down_is_refused_or_handed_out() {
+    loom::model(|| {
+        let q = Queue::new();
+        let adder = {
+            let q = q.clone();
+            thread::spawn(move || q.add(5u8))
+        };
+        let worker = {
+            let q = q.clone();
+            thread::spawn(move || q.get())
+        };
+        q.shut_down();
+        let accepted = adder.join().unwrap();
+        // An accepted add is handed out even though the queue shut down meanwhile.
+        assert_eq!(worker.join().unwrap(), accepted.then_some(5));
+    });
+}

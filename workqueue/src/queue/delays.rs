@@ -69,7 +69,6 @@ impl<T> Delays<T> {
         earliest
     }
 
-
     /// The earliest entry.
     pub(crate) fn peek(&self) -> Option<&Entry<T>> {
         match (self.lane.front(), self.heap.peek()) {

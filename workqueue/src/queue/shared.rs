@@ -309,7 +309,12 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
             };
             let mut shard = self.slots.lock(&e.item);
             if let Some(slot) = shard.get_mut(&e.item) {
-                if *slot == (Slot::Waiting { at: e.at, seq: e.seq }) {
+                if *slot
+                    == (Slot::Waiting {
+                        at: e.at,
+                        seq: e.seq,
+                    })
+                {
                     *slot = Slot::Queued { since };
                     self.waiting.fetch_sub(1, Ordering::AcqRel);
                     wake += usize::from(self.ready.push(e.item));
@@ -335,7 +340,10 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
         let mut schedule = self.timer.drain();
         while let Some(e) = schedule.delays.peek() {
             let live = self.slots.lock(&e.item).get(&e.item).copied()
-                == Some(Slot::Waiting { at: e.at, seq: e.seq });
+                == Some(Slot::Waiting {
+                    at: e.at,
+                    seq: e.seq,
+                });
             if live {
                 return Some(e.at);
             }
@@ -380,10 +388,17 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
         }
         // Every shard, even when `waiting` reads zero: an add that has not seen `closing` yet may
         // be making an item wait in a shard the sweep has not reached.
+        let mut dropped = 0;
         self.slots.for_each(|shard| {
-            shard.retain(|_, s| !matches!(s, Slot::Waiting { .. }));
+            shard.retain(|_, s| {
+                let keep = !matches!(s, Slot::Waiting { .. });
+                dropped += usize::from(!keep);
+                keep
+            });
         });
-        self.waiting.store(0, Ordering::Release);
+        // Only read-modify-writes on this counter (a plain store among them trips loom, issue
+        // tokio-rs/loom#254); after the sweep, the shards hold no waiting item, so it is zero.
+        self.waiting.fetch_sub(dropped, Ordering::AcqRel);
         self.timer.clear();
         if let Some(m) = &self.metrics {
             m.delayed_depth.set(0.0);

@@ -24,6 +24,13 @@ use std::time::Instant;
 
 type Hasher = foldhash::fast::RandomState;
 
+/// The shard picker's hasher. Under loom every execution of a model must take the same locks in
+/// the same order, so the shard of an item must not depend on a random seed.
+#[cfg(not(kcache_loom))]
+type PickHasher = foldhash::fast::RandomState;
+#[cfg(kcache_loom)]
+type PickHasher = foldhash::fast::FixedState;
+
 /// One shard: items and their slots.
 pub(crate) type Shard<T> = HashMap<T, Slot, Hasher>;
 
@@ -63,14 +70,14 @@ pub(crate) enum Then {
 /// The sharded map of slots.
 pub(crate) struct Slots<T> {
     /// Picks the shard; seeded independently of the shards' own hashers.
-    pick: Hasher,
+    pick: PickHasher,
     shards: Box<[CachePadded<Mutex<Shard<T>>>]>,
 }
 
 impl<T: Eq + Hash> Slots<T> {
     pub(crate) fn new() -> Self {
         Self {
-            pick: Hasher::default(),
+            pick: PickHasher::default(),
             shards: (0..SHARDS)
                 .map(|_| CachePadded::new(Mutex::new(HashMap::with_hasher(Hasher::default()))))
                 .collect(),
