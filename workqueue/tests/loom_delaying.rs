@@ -82,6 +82,9 @@ fn a_delayed_add_racing_shut_down_is_refused_or_dropped_never_handed_out() {
     });
 }
 
+/// Key line: the timer fires an entry only if the item's slot is `Waiting` with that entry's
+/// deadline and number. Shown to catch its bug: with "any `Waiting` slot" instead, entry 1 fires
+/// item 1 at 10 ms in entry 2's place (`try_get` is `Some`), which this model reports.
 #[test]
 fn a_delayed_add_racing_its_own_processing_never_fires_a_stale_entry() {
     loom::model(|| {

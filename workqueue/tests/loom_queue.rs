@@ -155,7 +155,13 @@ fn get_async_is_woken_by_an_add_from_another_thread() {
 // `Mutex<VecDeque>` stand-in (crossbeam's `SegQueue` is not loom-aware), so these models check the
 // protocol around it: the ready count and sleeper count in one atomic word, the parking mutex and
 // its tokens, the shard locks, and the shutdown sweep.
+//
+// Each model below names its key line. Each was shown to catch its bug by breaking that line,
+// running the model at LOOM_MAX_PREEMPTIONS=2 (it failed as noted) and restoring it.
 
+/// Key line: `Ready::sleep` registers a sleeper with a compare-and-swap that also proves the ready
+/// count is zero. Registering with a plain `fetch_add` after the check deadlocks (the add's
+/// increment sees no sleeper, the worker sleeps with an item ready).
 #[test]
 fn an_add_racing_a_blocking_get_wakes_it() {
     loom::model(|| {
@@ -171,6 +177,8 @@ fn an_add_racing_a_blocking_get_wakes_it() {
     });
 }
 
+/// Key line: `done`'s requeue hands its push's "a sleeper was registered" on to `wake_one`.
+/// Ignoring it deadlocks (the worker sleeps while the requeued item is ready).
 #[test]
 fn an_add_racing_done_requeues_once_and_wakes_a_sleeping_worker() {
     loom::model(|| {
@@ -201,6 +209,8 @@ fn an_add_racing_done_requeues_once_and_wakes_a_sleeping_worker() {
     });
 }
 
+/// Key line: `Ready::sleep` returns instead of registering when the word has the closed flag.
+/// Without that check a worker that arrives after `close` sleeps for ever (deadlock).
 #[test]
 fn shut_down_racing_a_worker_going_to_sleep_wakes_it() {
     loom::model(|| {
@@ -214,6 +224,8 @@ fn shut_down_racing_a_worker_going_to_sleep_wakes_it() {
     });
 }
 
+/// Key line: `Ready::park_task` returns `Closed` when the word has the closed flag. Without it a
+/// task polled after `close` parks for ever (deadlock).
 #[test]
 fn shut_down_racing_a_task_going_to_sleep_wakes_it() {
     loom::model(|| {
@@ -227,6 +239,9 @@ fn shut_down_racing_a_task_going_to_sleep_wakes_it() {
     });
 }
 
+/// Key line: `Shared::shut_down` closes the ready queue only after sweeping every shard. Closing
+/// it first lets a worker return `None` before an accepted add's push (the item is never handed
+/// out: `left: None, right: Some(5)`).
 #[test]
 fn an_add_racing_shut_down_is_refused_or_handed_out() {
     loom::model(|| {
