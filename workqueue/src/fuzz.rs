@@ -13,14 +13,14 @@ use crate::metrics::{
 };
 use crate::queue::shared::Scheduled;
 use crate::queue::slots::{Slot, Then};
-use crate::queue::Queue;
+use crate::queue::{GetAsync, Queue};
 use kcache_core::{saturating_add, Clock, FakeClock};
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
 /// How many distinct items the ops talk about: few, so that they collide often.
@@ -50,6 +50,16 @@ pub enum Op {
     ShutDown,
     /// `shut_down_with_drain()` (only its non-blocking part when it would wait).
     ShutDownWithDrain,
+    /// Polls a new `get_async()` future and, if it is pending, keeps it parked across later steps.
+    Park,
+    /// Polls the n-th parked future again (modulo how many there are).
+    Repoll(u8),
+    /// Drops the n-th parked future (a cancelled `get_async`).
+    Unpark(u8),
+    /// Compares the queue's next live deadline with the model's. Delayed adds wait in an inbox
+    /// until the timer (or this check) sorts them, so between checks entries pile up there, stale
+    /// ones included.
+    PeekDeadline,
 }
 
 /// Runs `ops` against a real queue and the model, panicking at the first divergence.
@@ -220,13 +230,65 @@ impl Runner {
     }
 
     fn run(mut self, ops: &[Op]) {
+        let queue = self.queue.clone();
+        let mut parked = Vec::new();
         for (step, op) in ops.iter().enumerate() {
-            self.step(*op, step);
-            self.check(step, op);
+            self.step(*op, step, &queue, &mut parked);
+            self.check(step, op, &parked);
         }
     }
 
-    fn step(&mut self, op: Op, step: usize) {
+    /// What a poll of `get_async` must return, taking the model's item if one is ready.
+    fn expected_poll(&mut self) -> Poll<Option<u8>> {
+        match self.model.get() {
+            Some(k) => Poll::Ready(Some(k)),
+            None if self.model.shutting_down => Poll::Ready(None),
+            None => Poll::Pending,
+        }
+    }
+
+    fn step<'q>(
+        &mut self,
+        op: Op,
+        step: usize,
+        handle: &'q Queue<u8>,
+        parked: &mut Vec<Parked<'q>>,
+    ) {
+        match op {
+            Op::Park => {
+                let want = self.expected_poll();
+                let mut p = Parked {
+                    fut: handle.get_async(),
+                    woken: Arc::new(Flag::default()),
+                };
+                let got = p.poll();
+                assert_eq!(got, want, "step {step}: park");
+                if got.is_pending() {
+                    parked.push(p);
+                }
+                return;
+            }
+            Op::Repoll(n) => {
+                if parked.is_empty() {
+                    return;
+                }
+                let i = usize::from(n) % parked.len();
+                let want = self.expected_poll();
+                let got = parked[i].poll();
+                assert_eq!(got, want, "step {step}: repoll");
+                if got.is_ready() {
+                    parked.remove(i);
+                }
+                return;
+            }
+            Op::Unpark(n) => {
+                if !parked.is_empty() {
+                    parked.remove(usize::from(n) % parked.len());
+                }
+                return;
+            }
+            _ => {}
+        }
         let queue = &self.queue;
         let model = &mut self.model;
         match op {
@@ -309,6 +371,15 @@ impl Runner {
                     queue.shut_down_with_drain();
                 }
             }
+            Op::PeekDeadline => {
+                let earliest = model.waiting.values().map(|w| w.0).min();
+                assert_eq!(
+                    queue.shared.next_deadline(),
+                    earliest,
+                    "step {step}: next deadline; model {model:?}"
+                );
+            }
+            Op::Park | Op::Repoll(_) | Op::Unpark(_) => {}
         }
     }
 
@@ -329,7 +400,7 @@ impl Runner {
         assert_eq!(got, want, "step {step}: add_after({k}, {delay:?}) accepted");
     }
 
-    fn check(&self, step: usize, op: &Op) {
+    fn check(&self, step: usize, op: &Op, parked: &[Parked<'_>]) {
         let model = &self.model;
         let queue = &self.queue;
         // Formatted only when an assertion fails.
@@ -379,8 +450,20 @@ impl Runner {
                 (slot, then) => panic!("slot of {k} is {slot:?}, model in flight {then:?} {ctx}"),
             }
         }
-        let earliest = model.waiting.values().map(|w| w.0).min();
-        assert_eq!(shared.next_deadline(), earliest, "next deadline {ctx}");
+        // No lost wake-up: with an item ready, some parked task was woken for it (each ready
+        // push wakes one registered sleeper, a cancelled woken task passes its wake-up on); after
+        // shutdown, every parked task was woken.
+        if !parked.is_empty() {
+            let woken = parked
+                .iter()
+                .filter(|p| p.woken.0.load(Ordering::SeqCst))
+                .count();
+            if model.shutting_down {
+                assert_eq!(woken, parked.len(), "parked tasks woken at shutdown {ctx}");
+            } else if !model.ready.is_empty() {
+                assert!(woken > 0, "no parked task woken for a ready item {ctx}");
+            }
+        }
         if let Some(depth) = &self.depth {
             // client-go's depth: items marked dirty and not yet handed out, which includes items
             // re-added (without delay) while in flight.
@@ -396,6 +479,31 @@ impl Runner {
                 "workqueue_depth {ctx}"
             );
         }
+    }
+}
+
+/// A `get_async` future kept pending across steps, and whether its waker was called.
+struct Parked<'q> {
+    fut: GetAsync<'q, u8>,
+    woken: Arc<Flag>,
+}
+
+impl Parked<'_> {
+    /// Polls once with a waker that sets `woken` (cleared first).
+    fn poll(&mut self) -> Poll<Option<u8>> {
+        self.woken.0.store(false, Ordering::SeqCst);
+        let waker = Waker::from(self.woken.clone());
+        Pin::new(&mut self.fut).poll(&mut Context::from_waker(&waker))
+    }
+}
+
+/// Set when its waker is woken.
+#[derive(Debug, Default)]
+struct Flag(AtomicBool);
+
+impl Wake for Flag {
+    fn wake(self: Arc<Self>) {
+        self.0.store(true, Ordering::SeqCst);
     }
 }
 

@@ -17,6 +17,10 @@ fn op() -> impl Strategy<Value = Op> {
         1 => key.prop_map(Op::AddAfterForever),
         3 => (0..1_500u16).prop_map(Op::Advance),
         1 => prop_oneof![Just(Op::ShutDown), Just(Op::ShutDownWithDrain)],
+        2 => Just(Op::Park),
+        2 => any::<u8>().prop_map(Op::Repoll),
+        1 => any::<u8>().prop_map(Op::Unpark),
+        2 => Just(Op::PeekDeadline),
     ]
 }
 
@@ -69,5 +73,32 @@ fn a_hand_written_sequence_through_every_rule_matches_the_model() {
         Get,
         ShutDown,
         Advance(1_000),
+    ]);
+}
+
+#[test]
+fn parked_tasks_are_woken_for_ready_items_and_at_shutdown() {
+    use Op::*;
+    run(&[
+        Park,
+        Park,
+        Add(1),
+        Repoll(1),
+        Repoll(0),
+        Add(2),
+        Unpark(0),
+        Park,
+        AddAfter(3, 10),
+        AddAfter(3, 5),
+        PeekDeadline,
+        Add(3),
+        AddAfter(4, 5),
+        PeekDeadline,
+        Park,
+        Advance(5),
+        Repoll(0),
+        Park,
+        ShutDown,
+        Repoll(0),
     ]);
 }
