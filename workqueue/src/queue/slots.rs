@@ -12,9 +12,7 @@
 //! (the design card's choice) would do the same with its `RwLock` shards, but its locks are its own
 //! atomics, invisible to loom; these go through the crate's sync shim, so the loom models explore
 //! the real map code. The same comparison for the failure counts (`rate_limiter/failures.rs`)
-//! measured the two within noise of each other; for this map, q2 (1,000 hot keys, 2 producers,
-//! 2 workers) is the workload, and the figures are in the crate's benchmark notes (see
-//! `Queue`'s module docs).
+//! measured the two within noise of each other on this kind of machine.
 
 use crate::sync::{Mutex, MutexGuard};
 use crossbeam_utils::CachePadded;
