@@ -129,6 +129,16 @@ pub enum ReflectorError<E, SE> {
         /// The threshold (one second).
         within: Duration,
     },
+    /// `count` watches in a row closed cleanly sooner than `within` after they opened, each
+    /// after at least one event (a misbehaving server or proxy): the reflector backs off before
+    /// it re-watches, instead of re-watching at once as client-go does.
+    #[error("{count} watches in a row closed within {within:?} of opening; backing off")]
+    ShortWatches {
+        /// The watches in the run.
+        count: u32,
+        /// The threshold (one second, or the minimum watch timeout if smaller).
+        within: Duration,
+    },
     /// A streaming list's watch closed cleanly before its end-of-initial-events bookmark; the
     /// reflector falls back to a normal list.
     #[error("streaming list closed before the end of its initial events")]

@@ -14,7 +14,8 @@
 //! - watch from the last synced version with bookmarks and a timeout drawn from
 //!   `[min, 2·min]`; every event goes to the store and records its version
 //!   ([`ReflectorHandle::last_sync_resource_version`]);
-//! - a clean close re-watches at once; a [`ErrorKind::Retry`] error backs off and re-watches; any
+//! - a clean close re-watches at once (after a backoff if several watches in a row lived less
+//!   than a second); a [`ErrorKind::Retry`] error backs off and re-watches; any
 //!   other error (and bad input, see [`BadInput`]) backs off and relists. Backoff is client-go's:
 //!   800 ms doubling to 30 s with jitter, reset after 2 healthy minutes ([`BackoffConfig`]);
 //! - optional streaming initial list (watch-list: one replace at the end-of-initial-events

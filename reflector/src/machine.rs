@@ -22,6 +22,12 @@ use list::ListState;
 /// A watch that closes cleanly without events sooner than this is a "very short watch".
 pub(crate) const VERY_SHORT_WATCH: Duration = Duration::from_secs(1);
 
+/// After this many clean closes in a row, each sooner than [`VERY_SHORT_WATCH`] (or the minimum
+/// watch timeout, if smaller) after its watch opened, the reflector backs off before it
+/// re-watches: a server or proxy that closes every watch right after an event would otherwise
+/// turn the reflector into a hot loop of watches (client-go re-watches at once).
+pub(crate) const SHORT_WATCH_RUN: u32 = 5;
+
 /// The machine's fixed parameters.
 #[derive(Debug, Clone)]
 pub(crate) struct Config {
@@ -163,6 +169,8 @@ pub(crate) struct Machine<T, M> {
     resync_at: Option<Instant>,
     watch_opened_at: Option<Instant>,
     watch_events: u64,
+    /// Clean closes in a row of watches that lived less than the short-watch threshold.
+    short_watches: u32,
     /// Scratch for checking objects' keys without building them ([`Meta::write_key`]).
     key_buf: String,
     _meta: PhantomData<fn() -> M>,
@@ -186,6 +194,7 @@ impl<T, M: Meta<T>> Machine<T, M> {
             resync_at: None,
             watch_opened_at: None,
             watch_events: 0,
+            short_watches: 0,
             key_buf: String::new(),
             _meta: PhantomData,
         }
@@ -246,15 +255,29 @@ impl<T, M: Meta<T>> Machine<T, M> {
             },
             (Phase::Watching, Input::Event(ev)) => self.on_event(ev, now),
             (Phase::Watching, Input::WatchClosed) => {
-                let short = self.watch_events == 0
-                    && self
-                        .watch_opened_at
-                        .is_some_and(|t| now.saturating_duration_since(t) < VERY_SHORT_WATCH);
-                if short {
-                    self.fail_cycle(
+                let lived = self
+                    .watch_opened_at
+                    .map(|t| now.saturating_duration_since(t));
+                if self.watch_events == 0 && lived.is_some_and(|d| d < VERY_SHORT_WATCH) {
+                    self.short_watches = 0;
+                    return self.fail_cycle(
                         ReflectorError::VeryShortWatch {
                             within: VERY_SHORT_WATCH,
                         },
+                        now,
+                    );
+                }
+                let within = VERY_SHORT_WATCH.min(self.config.min_watch_timeout);
+                if lived.is_some_and(|d| d < within) {
+                    self.short_watches += 1;
+                } else {
+                    self.short_watches = 0;
+                }
+                if self.short_watches >= SHORT_WATCH_RUN {
+                    let count = std::mem::take(&mut self.short_watches);
+                    self.back_off(
+                        After::Rewatch,
+                        ReflectorError::ShortWatches { count, within },
                         now,
                     )
                 } else {

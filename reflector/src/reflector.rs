@@ -22,7 +22,8 @@ pub(crate) type ShouldResync = Arc<dyn Fn() -> bool + Send + Sync>;
 /// Expired or TooLarge answer; paged by client-go's rule, with a full list at the same version if
 /// a continue token expires),
 /// replaces the store's content, then watches from the list's version with bookmarks and a
-/// randomized timeout, applying each event to the store. A clean close re-watches; a `Retry` error
+/// randomized timeout, applying each event to the store. A clean close re-watches (after a backoff
+/// when several watches in a row closed within a second: [`ReflectorError::ShortWatches`]); a `Retry` error
 /// backs off and re-watches; any other error backs off and relists. Optionally, a streaming initial
 /// list replaces the list, and a resync timer calls `store.resync()`. Backoff, timeouts and resync
 /// all run on the [`Clock`].

@@ -335,3 +335,49 @@ async fn a_streaming_list_without_end_stops_at_the_object_bound() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_run_of_watches_that_close_right_after_one_event_backs_off() {
+    within(async {
+        let lw = Arc::new(Scripted::default());
+        lw.list_ok(vec![pod("a", "1")], "5", None);
+        // A server that closes every watch cleanly right after one event.
+        for rv in 6..40 {
+            let ev = WatchEvent::Modified(pod("a", &rv.to_string()));
+            lw.watch_events(vec![Ok(ev)]);
+        }
+        let store = MapStore::default();
+        let seen = Seen::default();
+        let clock = FakeClock::new();
+        let r = Reflector::builder(lw.clone(), store.clone())
+            .clock(Arc::new(clock.clone()))
+            .seed(2)
+            .on_watch_error(hook_into(&seen))
+            .build();
+        let handle = r.handle();
+        let task = tokio::spawn(r.run());
+        let short = |seen: &Seen| {
+            let seen = seen.lock().unwrap();
+            seen.iter()
+                .filter(|e| e.contains("watches in a row"))
+                .count()
+        };
+        eventually("a backoff", || short(&seen) == 1).await;
+        common::settle().await;
+        // Five short watches, then the reflector waits on the (unmoved) clock.
+        assert_eq!(lw.watch_calls.lock().unwrap().len(), 5);
+        assert_eq!(
+            seen.lock().unwrap().clone(),
+            ["5 watches in a row closed within 1s of opening; backing off"]
+        );
+        clock.advance(Duration::from_secs(2));
+        eventually("a second backoff", || short(&seen) == 2).await;
+        assert_eq!(lw.watch_calls.lock().unwrap().len(), 10);
+        // Every event reached the store, and the watches resumed from the last version.
+        assert_eq!(handle.last_sync_resource_version().as_str(), "15");
+        assert_eq!(lw.watch_rvs()[5], "10");
+        handle.stop();
+        task.await.expect("no panic");
+    })
+    .await;
+}

@@ -179,6 +179,8 @@ fn watch_timeouts_are_randomized_between_min_and_twice_min() {
     for _ in 0..20 {
         h.step(Input::Event(WatchEvent::Added(obj("x", 6))));
         h.step(Input::StoreDone(Ok(())));
+        // Each watch lives a while (a run of short ones would back off).
+        h.now += Duration::from_secs(2);
         let w = watch_opts(&h.step(Input::WatchClosed));
         let t = w.timeout.unwrap_or_default();
         assert!((Duration::from_secs(300)..=Duration::from_secs(600)).contains(&t));
