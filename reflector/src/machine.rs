@@ -171,6 +171,10 @@ pub(crate) struct Machine<T, M> {
     watch_events: u64,
     /// Clean closes in a row of watches that lived less than the short-watch threshold.
     short_watches: u32,
+    /// The open watch started at "" or "0", and has delivered only `Added` events so far: those
+    /// are the server's synthetic initial events, in no version order, so their versions are
+    /// not recorded until the first other event (client-go, kubernetes PR #136583).
+    synthetic_adds: bool,
     /// Scratch for checking objects' keys without building them ([`Meta::write_key`]).
     key_buf: String,
     _meta: PhantomData<fn() -> M>,
@@ -195,6 +199,7 @@ impl<T, M: Meta<T>> Machine<T, M> {
             watch_opened_at: None,
             watch_events: 0,
             short_watches: 0,
+            synthetic_adds: false,
             key_buf: String::new(),
             _meta: PhantomData,
         }
@@ -386,6 +391,7 @@ impl<T, M: Meta<T>> Machine<T, M> {
 
     fn start_watch<E, SE>(&mut self, report: Option<ReflectorError<E, SE>>) -> Out<T, E, SE> {
         self.phase = Phase::OpeningWatch;
+        self.synthetic_adds = matches!(self.last_sync_rv.as_str(), "" | "0");
         let opts = WatchOptions {
             resource_version: self.last_sync_rv.clone(),
             timeout: Some(self.watch_timeout()),
@@ -404,6 +410,8 @@ impl<T, M: Meta<T>> Machine<T, M> {
         } else {
             self.last_sync_rv.clone()
         };
+        // The stream goes on as the watch after its end bookmark: past any synthetic event.
+        self.synthetic_adds = false;
         let opts = WatchOptions {
             resource_version: requested.clone(),
             timeout: Some(self.watch_timeout()),
@@ -464,7 +472,12 @@ impl<T, M: Meta<T>> Machine<T, M> {
             WatchEvent::Modified(o) => (StoreCall::Update(o.clone()), M::resource_version(&o)),
             WatchEvent::Deleted(o) => (StoreCall::Delete(o.clone()), M::resource_version(&o)),
         };
-        let rv = if !rv.is_empty() {
+        if !matches!(call, StoreCall::Add(_)) {
+            self.synthetic_adds = false;
+        }
+        let rv = if self.synthetic_adds {
+            None
+        } else if !rv.is_empty() {
             Some(rv)
         } else if self.last_sync_rv.is_empty() {
             // A source without versions (its list had none): apply, record nothing.

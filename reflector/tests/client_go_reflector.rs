@@ -499,3 +499,32 @@ async fn an_unreadable_watch_object_is_skipped_and_the_watch_goes_on() {
     handle.stop();
     task.await.unwrap();
 }
+
+// kubernetes PR #136583: a watch started at "" or "0" opens with synthetic Added events in no
+// version order; the reflector records no version from them, only from the first other event.
+#[tokio::test(flavor = "current_thread")]
+async fn a_watch_from_zero_records_no_version_until_its_first_non_added_event() {
+    let rig = Rig::new();
+    rig.lw.list_ok(vec![], "0", None);
+    let tx = rig.lw.watch_channel();
+    let (handle, task) = rig.start(Duration::ZERO);
+    eventually("watching", || rig.lw.watch_rvs().len() == 1).await;
+    assert_eq!(rig.lw.watch_rvs(), ["0"]);
+    tx.unbounded_send(Ok(WatchEvent::Added(pod("a", "7"))))
+        .unwrap();
+    tx.unbounded_send(Ok(WatchEvent::Added(pod("b", "3"))))
+        .unwrap();
+    eventually("applied", || rig.store.calls().len() == 3).await;
+    settle().await;
+    assert_eq!(handle.last_sync_resource_version().as_str(), "0");
+    let b = Bookmark {
+        resource_version: "12".into(),
+        initial_events_end: false,
+    };
+    tx.unbounded_send(Ok(WatchEvent::Bookmark(b))).unwrap();
+    eventually("bookmark", || rig.store.calls().len() == 4).await;
+    settle().await;
+    assert_eq!(handle.last_sync_resource_version().as_str(), "12");
+    handle.stop();
+    task.await.unwrap();
+}

@@ -850,3 +850,29 @@ fn an_input_out_of_turn_recovers_by_relisting_after_backoff() {
     sleep_for(&h, &out);
     list_opts(&h.step(Input::Slept));
 }
+
+/// client-go (kubernetes PR #136583): a watch started at "" or "0" begins with synthetic
+/// `Added` events in no version order; their versions are not recorded until the first other
+/// event of that watch. A watch from a known version records every event's version.
+#[test]
+fn watch_from_zero_propagates_versions_only_after_the_first_non_added_event() {
+    let mut h = H::new(config());
+    h.watching("0");
+    for (name, rv) in [("a", 7), ("b", 3)] {
+        h.step(Input::Event(WatchEvent::Added(obj(name, rv))));
+        h.step(Input::StoreDone(Ok(())));
+        assert_eq!(h.rv(), "0", "a synthetic add's version is not recorded");
+    }
+    h.step(Input::Event(WatchEvent::Modified(obj("a", 8))));
+    h.step(Input::StoreDone(Ok(())));
+    assert_eq!(h.rv(), "8");
+    h.step(Input::Event(WatchEvent::Added(obj("c", 9))));
+    h.step(Input::StoreDone(Ok(())));
+    assert_eq!(h.rv(), "9", "past the synthetic events, adds count");
+
+    let mut h = H::new(config());
+    h.watching("10");
+    h.step(Input::Event(WatchEvent::Added(obj("x", 11))));
+    h.step(Input::StoreDone(Ok(())));
+    assert_eq!(h.rv(), "11");
+}
