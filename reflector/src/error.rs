@@ -79,8 +79,9 @@ pub enum BadInput {
         /// Objects received when the list was abandoned.
         objects: usize,
     },
-    /// A `Modified` or `Deleted` event before the end bookmark of a streaming list (only `Added`
-    /// events may come first).
+    /// A `Modified` or `Deleted` event before the end bookmark of a streaming list. No longer
+    /// reported: such events are applied to the streaming list's temporary store, as in
+    /// client-go; kept so matches on it still compile.
     #[error("a {event} event arrived before the end of a streaming list's initial events")]
     UnexpectedEventDuringInitialEvents {
         /// `"Modified"` or `"Deleted"`.

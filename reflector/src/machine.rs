@@ -18,6 +18,7 @@ mod stream;
 mod tests;
 
 use list::ListState;
+use stream::InitialEvents;
 
 /// A watch that closes cleanly without events sooner than this is a "very short watch".
 pub(crate) const VERY_SHORT_WATCH: Duration = Duration::from_secs(1);
@@ -138,7 +139,7 @@ enum Phase<T> {
     Listing(ListState<T>),
     Streaming {
         requested: ResourceVersion,
-        items: Vec<Arc<T>>,
+        items: InitialEvents<T>,
     },
     Replacing {
         rv: ResourceVersion,
@@ -420,7 +421,7 @@ impl<T, M: Meta<T>> Machine<T, M> {
         };
         self.phase = Phase::Streaming {
             requested,
-            items: Vec::new(),
+            items: InitialEvents::new(),
         };
         Output {
             report,

@@ -64,38 +64,6 @@ async fn an_object_without_a_name_is_reported_and_the_reflector_relists() {
 }
 
 #[tokio::test(flavor = "current_thread")]
-async fn an_out_of_protocol_event_in_a_streaming_list_falls_back_to_a_list() {
-    let lw = Arc::new(Scripted::default());
-    lw.watch_events(vec![Ok(WatchEvent::Deleted(pod("a", "2")))]);
-    lw.list_ok(vec![pod("a", "1")], "9", None);
-    let store = MapStore::default();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let s = seen.clone();
-    let r = Reflector::builder(lw.clone(), store.clone())
-        .clock(Arc::new(FakeClock::new()))
-        .streaming_initial_list(true)
-        .on_watch_error(move |e| {
-            if let ReflectorError::BadInput(b) = e {
-                s.lock().unwrap().push(b.clone());
-            }
-        })
-        .build();
-    let handle = r.handle();
-    let task = tokio::spawn(r.run());
-    eventually("listed", || {
-        handle.last_sync_resource_version().as_str() == "9"
-    })
-    .await;
-    assert_eq!(
-        *seen.lock().unwrap(),
-        [BadInput::UnexpectedEventDuringInitialEvents { event: "Deleted" }]
-    );
-    assert_eq!(store.calls(), ["replace 1 @9"]);
-    handle.stop();
-    task.await.unwrap();
-}
-
-#[tokio::test(flavor = "current_thread")]
 async fn the_same_seed_injects_the_same_faults_and_heal_stops_them() {
     async fn outcomes(seed: u64) -> Vec<bool> {
         let lw = Arc::new(Scripted::default());

@@ -528,3 +528,45 @@ async fn a_watch_from_zero_records_no_version_until_its_first_non_added_event() 
     handle.stop();
     task.await.unwrap();
 }
+
+// client-go's watch-list: Modified and Deleted events among the initial events are applied to
+// the temporary store; one replace at the end bookmark, at its version; no list.
+#[tokio::test(flavor = "current_thread")]
+async fn watch_list_applies_modified_and_deleted_initial_events() {
+    let rig = Rig::new();
+    let end = Bookmark {
+        resource_version: "5".into(),
+        initial_events_end: true,
+    };
+    rig.lw.watch_events(vec![
+        Ok(WatchEvent::Added(pod("a", "1"))),
+        Ok(WatchEvent::Added(pod("b", "2"))),
+        Ok(WatchEvent::Deleted(pod("a", "3"))),
+        Ok(WatchEvent::Modified(pod("b", "4"))),
+        Ok(WatchEvent::Bookmark(end)),
+    ]);
+    let errors = rig.errors.clone();
+    let r = Reflector::builder(rig.lw.clone(), rig.store.clone())
+        .clock(Arc::new(rig.clock.clone()))
+        .streaming_initial_list(true)
+        .on_watch_error(move |e| errors.lock().unwrap().push(describe(e)))
+        .build();
+    let handle = r.handle();
+    let task = tokio::spawn(r.run());
+    eventually("replaced", || !rig.store.calls().is_empty()).await;
+    settle().await;
+    assert_eq!(rig.store.calls()[0], "replace 1 @5");
+    assert_eq!(
+        rig.store.snapshot().get("ns/b").map(String::as_str),
+        Some("4")
+    );
+    assert!(rig.lw.list_rvs().is_empty(), "no fallback list");
+    assert!(
+        rig.errors().iter().all(|e| !e.contains("bad input")),
+        "{:?}",
+        rig.errors()
+    );
+    assert_eq!(handle.last_sync_resource_version().as_str(), "5");
+    handle.stop();
+    task.await.unwrap();
+}

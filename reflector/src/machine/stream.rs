@@ -1,18 +1,77 @@
-//! The streaming-list half of the machine (watch-list): collect `Added` events until the
-//! end-of-initial-events bookmark, then one replace; fall back to a list on errors.
+//! The streaming-list half of the machine (watch-list): apply the initial events to a temporary
+//! store until the end-of-initial-events bookmark, then one replace; fall back to a list on
+//! errors.
 
 use super::{cmd, After, Command, Input, Machine, Out, Output, Phase, StoreCall};
 use crate::error::{BadInput, ReflectorError};
 use crate::list_watcher::{BackendError, ErrorKind, WatchEvent};
-use kcache_core::{Meta, ResourceVersion};
+use kcache_core::{Meta, ObjectKey, ResourceVersion};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
+
+/// The temporary store of a streaming list (client-go's `temporaryStore`): the objects of the
+/// initial events, in arrival order. `Added` events only append; the key index is built at the
+/// first `Modified` or `Deleted` (rare during initial events), which then update or remove.
+pub(crate) struct InitialEvents<T> {
+    items: Vec<Arc<T>>,
+    index: Option<HashMap<ObjectKey, usize>>,
+}
+
+impl<T> InitialEvents<T> {
+    pub(super) fn new() -> Self {
+        Self {
+            items: Vec::new(),
+            index: None,
+        }
+    }
+
+    fn index<M: Meta<T>>(&mut self) -> &mut HashMap<ObjectKey, usize> {
+        let items = &self.items;
+        self.index.get_or_insert_with(|| {
+            items
+                .iter()
+                .enumerate()
+                .filter_map(|(i, o)| M::key(o).ok().map(|k| (k, i)))
+                .collect()
+        })
+    }
+
+    /// Adds or replaces the object (an `Added` or `Modified` event).
+    fn upsert<M: Meta<T>>(&mut self, obj: Arc<T>, modified: bool) {
+        if self.index.is_none() && !modified {
+            self.items.push(obj);
+            return;
+        }
+        let Ok(key) = M::key(&obj) else { return };
+        let len = self.items.len();
+        match self.index::<M>().get(&key).copied() {
+            Some(i) => self.items[i] = obj,
+            None => {
+                self.index::<M>().insert(key, len);
+                self.items.push(obj);
+            }
+        }
+    }
+
+    /// Removes the object with `obj`'s key, if held (a `Deleted` event).
+    fn delete<M: Meta<T>>(&mut self, obj: &T) {
+        let Ok(key) = M::key(obj) else { return };
+        let Some(i) = self.index::<M>().remove(&key) else {
+            return;
+        };
+        self.items.swap_remove(i);
+        if let Some(moved) = self.items.get(i).and_then(|o| M::key(o).ok()) {
+            self.index::<M>().insert(moved, i);
+        }
+    }
+}
 
 impl<T, M: Meta<T>> Machine<T, M> {
     pub(super) fn on_stream_input<E: BackendError, SE>(
         &mut self,
         requested: ResourceVersion,
-        mut items: Vec<Arc<T>>,
+        mut items: InitialEvents<T>,
         input: Input<T, E, SE>,
         now: Instant,
     ) -> Out<T, E, SE> {
@@ -23,36 +82,6 @@ impl<T, M: Meta<T>> Machine<T, M> {
                 return cmd(Command::ReadWatch { resync_at: None });
             }
             Input::WatchOpened(Err(e)) | Input::WatchFailed(e) => e,
-            Input::Event(WatchEvent::Added(o)) => {
-                let report = self
-                    .key_error(&o)
-                    .map(|k| ReflectorError::BadInput(BadInput::ObjectKey(k)));
-                // An object whose key cannot be read is skipped and reported, as in a watch.
-                if report.is_none() {
-                    items.push(o);
-                }
-                if items.len() > self.config.limits.max_objects {
-                    let bad = BadInput::ListTooLong {
-                        pages: 0,
-                        objects: items.len(),
-                    };
-                    drop(items);
-                    return self.fail_cycle(ReflectorError::BadInput(bad), now);
-                }
-                self.phase = Phase::Streaming { requested, items };
-                return Output {
-                    report,
-                    command: Command::ReadWatch { resync_at: None },
-                };
-            }
-            Input::Event(WatchEvent::Modified(_)) => {
-                let bad = BadInput::UnexpectedEventDuringInitialEvents { event: "Modified" };
-                return self.start_list(Some(ReflectorError::BadInput(bad)));
-            }
-            Input::Event(WatchEvent::Deleted(_)) => {
-                let bad = BadInput::UnexpectedEventDuringInitialEvents { event: "Deleted" };
-                return self.start_list(Some(ReflectorError::BadInput(bad)));
-            }
             Input::Event(WatchEvent::Bookmark(b)) if b.initial_events_end => {
                 if b.resource_version.is_empty() {
                     let bad = BadInput::BookmarkWithoutResourceVersion;
@@ -64,13 +93,49 @@ impl<T, M: Meta<T>> Machine<T, M> {
                     from_stream: true,
                 };
                 return cmd(Command::Store(StoreCall::Replace(
-                    items,
+                    items.items,
                     b.resource_version,
                 )));
             }
-            Input::Event(WatchEvent::Bookmark(_)) => {
+            Input::Event(ev) => {
+                self.watch_events += 1;
+                // client-go applies every initial event to its temporary store; only the end
+                // bookmark's version is recorded (at the replace).
+                let report = match ev {
+                    WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o)
+                        if self.key_error(&o).is_some() =>
+                    {
+                        // Skipped and reported, as in a watch.
+                        self.key_error(&o)
+                            .map(|k| ReflectorError::BadInput(BadInput::ObjectKey(k)))
+                    }
+                    WatchEvent::Added(o) => {
+                        items.upsert::<M>(o, false);
+                        None
+                    }
+                    WatchEvent::Modified(o) => {
+                        items.upsert::<M>(o, true);
+                        None
+                    }
+                    WatchEvent::Deleted(o) => {
+                        items.delete::<M>(&o);
+                        None
+                    }
+                    WatchEvent::Bookmark(_) => None,
+                };
+                if items.items.len() > self.config.limits.max_objects {
+                    let bad = BadInput::ListTooLong {
+                        pages: 0,
+                        objects: items.items.len(),
+                    };
+                    drop(items);
+                    return self.fail_cycle(ReflectorError::BadInput(bad), now);
+                }
                 self.phase = Phase::Streaming { requested, items };
-                return cmd(Command::ReadWatch { resync_at: None });
+                return Output {
+                    report,
+                    command: Command::ReadWatch { resync_at: None },
+                };
             }
             Input::WatchClosed => {
                 return self.start_list(Some(ReflectorError::InitialEventsIncomplete))

@@ -648,22 +648,55 @@ fn a_streaming_list_collects_added_events_and_replaces_the_store_once() {
     assert_eq!(w.resource_version.as_str(), "10");
 }
 
+/// client-go's watch-list applies every initial event to a temporary store (Modified and Deleted
+/// too), replaces the store once at the end bookmark, and records only that bookmark's version.
 #[test]
-fn a_modified_event_before_the_end_bookmark_is_bad_input_and_falls_back_to_a_list() {
+fn watch_list_applies_modified_and_deleted_initial_events_to_the_temporary_store() {
     let mut h = H::new(Config {
         streaming: true,
         ..config()
     });
     h.step(Input::Start);
     h.step(Input::WatchOpened(Ok(())));
-    let out = h.step(Input::Event(WatchEvent::Modified(obj("a", 3))));
-    assert!(matches!(
-        out.report,
-        Some(ReflectorError::BadInput(
-            BadInput::UnexpectedEventDuringInitialEvents { event: "Modified" }
-        ))
-    ));
-    assert_eq!(list_opts(&out).resource_version.as_str(), "0");
+    let events = [
+        WatchEvent::Added(obj("a", 3)),
+        WatchEvent::Added(obj("b", 4)),
+        WatchEvent::Added(obj("c", 5)),
+        WatchEvent::Modified(obj("a", 6)),
+        WatchEvent::Deleted(obj("b", 7)),
+        WatchEvent::Added(obj("d", 8)),
+        WatchEvent::Modified(obj("e", 9)),
+        WatchEvent::Bookmark(crate::Bookmark {
+            resource_version: "9".into(),
+            initial_events_end: false,
+        }),
+    ];
+    for ev in events {
+        let out = h.step(Input::Event(ev));
+        assert!(out.report.is_none());
+        assert!(is_read(&out));
+        assert_eq!(h.rv(), "", "nothing recorded before the end bookmark");
+    }
+    let end = crate::Bookmark {
+        resource_version: "10".into(),
+        initial_events_end: true,
+    };
+    match h.step(Input::Event(WatchEvent::Bookmark(end))).command {
+        Command::Store(StoreCall::Replace(items, rv)) => {
+            let mut got: Vec<(String, String)> = items
+                .iter()
+                .map(|o| (o.name.clone(), o.rv.clone()))
+                .collect();
+            got.sort();
+            let want = [("a", "6"), ("c", "5"), ("d", "8"), ("e", "9")]
+                .map(|(n, v)| (n.to_owned(), v.to_owned()));
+            assert_eq!(got, want);
+            assert_eq!(rv.as_str(), "10");
+        }
+        _ => panic!("expected the replace"),
+    }
+    assert!(is_read(&h.step(Input::StoreDone(Ok(())))));
+    assert_eq!(h.rv(), "10");
 }
 
 #[test]
