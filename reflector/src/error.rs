@@ -141,7 +141,9 @@ pub enum ReflectorError<E, SE> {
         within: Duration,
     },
     /// A streaming list's watch closed cleanly before its end-of-initial-events bookmark; the
-    /// reflector falls back to a normal list.
+    /// reflector starts a new streaming list at once, as client-go does (a stream that closed
+    /// within a second without any event is a [`VeryShortWatch`](Self::VeryShortWatch)
+    /// instead, and a normal list follows).
     #[error("streaming list closed before the end of its initial events")]
     InitialEventsIncomplete,
 }

@@ -570,3 +570,43 @@ async fn watch_list_applies_modified_and_deleted_initial_events() {
     handle.stop();
     task.await.unwrap();
 }
+
+// client-go's watch-list loops until the end bookmark: a stream that closes early is followed
+// by a new watch-list (from "" for the first sync), not by a list at "0".
+#[tokio::test(flavor = "current_thread")]
+async fn watch_list_closed_before_the_end_bookmark_starts_a_new_watch_list() {
+    let rig = Rig::new();
+    rig.lw
+        .watch_events(vec![Ok(WatchEvent::Added(pod("a", "1")))]);
+    let end = Bookmark {
+        resource_version: "5".into(),
+        initial_events_end: true,
+    };
+    rig.lw.watch_events(vec![
+        Ok(WatchEvent::Added(pod("a", "1"))),
+        Ok(WatchEvent::Added(pod("b", "2"))),
+        Ok(WatchEvent::Bookmark(end)),
+    ]);
+    let errors = rig.errors.clone();
+    let r = Reflector::builder(rig.lw.clone(), rig.store.clone())
+        .clock(Arc::new(rig.clock.clone()))
+        .streaming_initial_list(true)
+        .on_watch_error(move |e| errors.lock().unwrap().push(describe(e)))
+        .build();
+    let handle = r.handle();
+    let task = tokio::spawn(r.run());
+    eventually("replaced", || !rig.store.calls().is_empty()).await;
+    settle().await;
+    assert_eq!(rig.store.calls()[0], "replace 2 @5");
+    assert!(rig.lw.list_rvs().is_empty(), "no list");
+    let calls = rig.lw.watch_calls.lock().unwrap().clone();
+    assert!(calls[..2]
+        .iter()
+        .all(|w| w.send_initial_events && w.resource_version.is_empty()));
+    assert_eq!(
+        rig.errors()[0],
+        "streaming list closed before the end of its initial events"
+    );
+    handle.stop();
+    task.await.unwrap();
+}

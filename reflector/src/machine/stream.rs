@@ -2,7 +2,7 @@
 //! store until the end-of-initial-events bookmark, then one replace; fall back to a list on
 //! errors.
 
-use super::{cmd, After, Command, Input, Machine, Out, Output, Phase, StoreCall};
+use super::{cmd, After, Command, Input, Machine, Out, Output, Phase, StoreCall, VERY_SHORT_WATCH};
 use crate::error::{BadInput, ReflectorError};
 use crate::list_watcher::{BackendError, ErrorKind, WatchEvent};
 use kcache_core::{Meta, ObjectKey, ResourceVersion};
@@ -138,7 +138,20 @@ impl<T, M: Meta<T>> Machine<T, M> {
                 };
             }
             Input::WatchClosed => {
-                return self.start_list(Some(ReflectorError::InitialEventsIncomplete))
+                // client-go loops: a stream that ends before its end bookmark starts a new
+                // watch-list (from the same version), unless it was a very short watch (no event
+                // within a second), which falls back to a list.
+                let short = self.watch_events == 0
+                    && self
+                        .watch_opened_at
+                        .is_some_and(|t| now.saturating_duration_since(t) < VERY_SHORT_WATCH);
+                if short {
+                    let err = ReflectorError::VeryShortWatch {
+                        within: VERY_SHORT_WATCH,
+                    };
+                    return self.start_list(Some(err));
+                }
+                return self.start_stream(Some(ReflectorError::InitialEventsIncomplete));
             }
             _ => {
                 self.phase = Phase::Streaming { requested, items };

@@ -742,8 +742,11 @@ fn streaming_errors_retry_reset_or_fall_back_by_class() {
     );
 }
 
+/// client-go's watch-list loops: a stream that closes before its end bookmark starts a new
+/// watch-list from the same version ("" at first); only a very short one (no event within a
+/// second) falls back to a list.
 #[test]
-fn a_stream_that_closes_before_its_end_bookmark_falls_back_to_a_list() {
+fn watch_list_closed_before_the_end_bookmark_starts_a_new_watch_list() {
     let mut h = H::new(Config {
         streaming: true,
         ..config()
@@ -756,7 +759,38 @@ fn a_stream_that_closes_before_its_end_bookmark_falls_back_to_a_list() {
         out.report,
         Some(ReflectorError::InitialEventsIncomplete)
     ));
-    list_opts(&out);
+    let w = watch_opts(&out);
+    assert!(w.send_initial_events);
+    assert_eq!(w.resource_version.as_str(), "");
+    // The new stream starts empty: its own initial events make the store.
+    h.step(Input::WatchOpened(Ok(())));
+    h.step(Input::Event(WatchEvent::Added(obj("b", 4))));
+    let end = crate::Bookmark {
+        resource_version: "5".into(),
+        initial_events_end: true,
+    };
+    match h.step(Input::Event(WatchEvent::Bookmark(end))).command {
+        Command::Store(StoreCall::Replace(items, rv)) => {
+            assert_eq!(items.len(), 1);
+            assert_eq!(items[0].name, "b");
+            assert_eq!(rv.as_str(), "5");
+        }
+        _ => panic!("expected the replace"),
+    }
+
+    // No event within a second: a very short watch, and a list follows.
+    let mut h = H::new(Config {
+        streaming: true,
+        ..config()
+    });
+    h.step(Input::Start);
+    h.step(Input::WatchOpened(Ok(())));
+    let out = h.step(Input::WatchClosed);
+    assert!(matches!(
+        out.report,
+        Some(ReflectorError::VeryShortWatch { .. })
+    ));
+    assert_eq!(list_opts(&out).resource_version.as_str(), "0");
 }
 
 /// client-go accepts a list without a resource version: the store is replaced, and the watch
