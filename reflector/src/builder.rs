@@ -71,9 +71,8 @@ impl<T, L: ListWatcher<T>, S: ReflectorStore<T>> ReflectorBuilder<T, L, S, Objec
 }
 
 impl<T, L: ListWatcher<T>, S: ReflectorStore<T>, M: Meta<T>> ReflectorBuilder<T, L, S, M> {
-    /// A builder with the default options that reads keys through the accessor `M` (for object
-    /// types that do not implement [`kcache_core::Object`], where [`ReflectorBuilder::meta`] is
-    /// out of reach because the default accessor does not apply).
+    /// A builder with the default options that reads keys through the accessor `M`; the same as
+    /// `Reflector::builder(lw, store).meta::<M>()`, for callers that name the types anyway.
     pub fn with_meta(lw: L, store: S) -> Self {
         let b = ReflectorBuilder::<T, L, S, ObjectAccessor>::new(lw, store);
         ReflectorBuilder {
@@ -89,14 +88,53 @@ impl<T, L: ListWatcher<T>, S: ReflectorStore<T>, M: Meta<T>> ReflectorBuilder<T,
     }
 }
 
+// The options need no accessor: `meta` can come at any point of the chain, even for an object
+// type that does not implement `Object` (whose default accessor does not apply). Only building
+// asks for a `Meta`.
 impl<T, L, S, M> ReflectorBuilder<T, L, S, M>
 where
-    T: Send + Sync + 'static,
     L: ListWatcher<T>,
     S: ReflectorStore<T>,
-    M: Meta<T>,
 {
-    /// Reads keys and resource versions through the accessor `M2` instead.
+    /// Reads keys and resource versions through the accessor `M2` instead: the route for object
+    /// types that do not implement [`kcache_core::Object`] (types of other crates).
+    ///
+    /// # Examples
+    /// A reflector over maps of labels (a type this crate does not own), keyed by their `name`:
+    /// ```
+    /// use kcache_core::{KeyError, Meta, MetaMut, ObjectKey, ResourceVersion};
+    /// use kcache_indexer::Indexer;
+    /// use kcache_memory::MemorySource;
+    /// use kcache_reflector::Reflector;
+    /// use std::collections::BTreeMap;
+    ///
+    /// type Labels = BTreeMap<String, String>;
+    /// struct LabelsMeta;
+    ///
+    /// impl Meta<Labels> for LabelsMeta {
+    ///     fn key(obj: &Labels) -> Result<ObjectKey, KeyError> {
+    ///         ObjectKey::cluster(obj.get("name").ok_or(KeyError::MissingName)?)
+    ///     }
+    ///     fn resource_version(obj: &Labels) -> ResourceVersion {
+    ///         obj.get("rv").map(|rv| ResourceVersion::from(rv.as_str())).unwrap_or_default()
+    ///     }
+    /// }
+    /// impl MetaMut<Labels> for LabelsMeta {
+    ///     fn set_resource_version(obj: &mut Labels, rv: ResourceVersion) {
+    ///         obj.insert("rv".into(), rv.as_str().to_owned());
+    ///     }
+    /// }
+    ///
+    /// let source: MemorySource<Labels, LabelsMeta> = MemorySource::new();
+    /// source.create(Labels::from([("name".to_owned(), "web".to_owned())]))?;
+    /// let cache: Indexer<Labels, LabelsMeta> = Indexer::new();
+    /// let reflector = Reflector::builder(source, cache.clone())
+    ///     .name("labels")
+    ///     .meta::<LabelsMeta>()
+    ///     .build();
+    /// # let _ = reflector;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn meta<M2: Meta<T>>(self) -> ReflectorBuilder<T, L, S, M2> {
         ReflectorBuilder {
             lw: self.lw,
@@ -229,7 +267,10 @@ where
     /// let built = Reflector::builder(source, Indexer::<Job>::new()).backoff(backoff).try_build();
     /// assert!(matches!(built, Err(ConfigError::BackoffJitter(_))));
     /// ```
-    pub fn try_build(self) -> Result<Reflector<T, L, S, M>, ConfigError> {
+    pub fn try_build(self) -> Result<Reflector<T, L, S, M>, ConfigError>
+    where
+        M: Meta<T>,
+    {
         self.config.backoff.validate()?;
         Ok(self.build())
     }
@@ -238,7 +279,10 @@ where
     /// watch-timeout arithmetic saturates, so even nonsensical values cannot make it panic (a NaN
     /// backoff factor grows nothing; an infinite one or infinite jitter reaches the cap at once).
     /// Prefer [`try_build`](Self::try_build), which refuses them.
-    pub fn build(self) -> Reflector<T, L, S, M> {
+    pub fn build(self) -> Reflector<T, L, S, M>
+    where
+        M: Meta<T>,
+    {
         Reflector {
             lw: self.lw,
             store: self.store,
