@@ -99,6 +99,28 @@ pub fn saturating_add(now: Instant, d: Duration) -> Instant {
 }
 
 /// The registration returned by [`Clock::subscribe`]; dropping it unregisters the waker.
+///
+/// A clock implemented outside this crate (a simulator, tokio's paused time) builds one with
+/// [`Subscription::new`], giving the code that unregisters the waker; a clock that never calls
+/// its wakers returns [`Subscription::none`].
+///
+/// # Examples
+/// A clock's waker list, where a subscription removes its own entry when dropped:
+/// ```
+/// use kcache_core::{ClockWaker, Subscription};
+/// use std::sync::{Arc, Mutex};
+///
+/// let wakers: Arc<Mutex<Vec<(u64, ClockWaker)>>> = Arc::default();
+/// let subscribe = |id: u64, waker: ClockWaker| {
+///     wakers.lock().unwrap().push((id, waker));
+///     let list = wakers.clone();
+///     Subscription::new(move || list.lock().unwrap().retain(|(i, _)| *i != id))
+/// };
+/// let sub = subscribe(1, Arc::new(|| {}));
+/// assert_eq!(wakers.lock().unwrap().len(), 1);
+/// drop(sub);
+/// assert!(wakers.lock().unwrap().is_empty());
+/// ```
 pub struct Subscription {
     cancel: Option<Box<dyn FnOnce() + Send + Sync>>,
 }
@@ -109,7 +131,8 @@ impl Subscription {
         Self { cancel: None }
     }
 
-    pub(crate) fn new(cancel: impl FnOnce() + Send + Sync + 'static) -> Self {
+    /// A subscription that runs `cancel` once, when it is dropped (to unregister the waker).
+    pub fn new(cancel: impl FnOnce() + Send + Sync + 'static) -> Self {
         Self {
             cancel: Some(Box::new(cancel)),
         }
