@@ -245,6 +245,74 @@ async fn a_candidate_waits_out_the_lease_then_takes_over_and_counts_the_transiti
     b.stop().await;
 }
 
+/// A clock whose wall-clock time is `behind` the fake clock's (its monotonic time is the same).
+#[derive(Debug, Clone)]
+struct Skewed {
+    inner: FakeClock,
+    behind: Duration,
+}
+
+impl Clock for Skewed {
+    fn now(&self) -> Instant {
+        self.inner.now()
+    }
+    fn sleep_until(&self, deadline: Instant) {
+        self.inner.sleep_until(deadline)
+    }
+    fn sleep_until_async(&self, deadline: Instant) -> kcache_core::Sleep {
+        self.inner.sleep_until_async(deadline)
+    }
+    fn timeout_until(&self, deadline: Instant) -> Option<Duration> {
+        self.inner.timeout_until(deadline)
+    }
+    fn subscribe(&self, waker: kcache_core::ClockWaker) -> kcache_core::Subscription {
+        self.inner.subscribe(waker)
+    }
+    fn system_time(&self) -> std::time::SystemTime {
+        self.inner.system_time() - self.behind
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn expiry_is_judged_by_local_observation_not_by_the_holders_timestamps() {
+    // a's wall clock is an hour behind: its renew times look long expired to b's wall clock.
+    // b must still wait a full lease from when it last saw the record change.
+    let clock = FakeClock::new();
+    let lock = InProcessLock::new("a");
+    let skewed = Skewed {
+        inner: clock.clone(),
+        behind: Duration::from_secs(3600),
+    };
+    let a =
+        LeaderElector::with_clock(lock.clone(), config(), Arc::new(skewed)).expect("valid config");
+    let a_status = a.status();
+    let (stop_a, mut stopped_a) = watch::channel(false);
+    let a_run = tokio::spawn(a.run(async move {
+        let _ = stopped_a.wait_for(|s| *s).await;
+    }));
+    settle().await;
+    assert!(a_status.is_leader());
+    let b = Candidate::start(lock.for_identity("b"), config(), &clock);
+    advance(&clock, Duration::from_secs(10)).await;
+    assert!(
+        a_status.is_leader() && !b.status.is_leader(),
+        "a's renewals keep b out"
+    );
+    // a stops without releasing; b waits the lease from its last observed change.
+    let _ = stop_a.send(true);
+    settle().await;
+    a_run.await.expect("a stops");
+    let b_status = b.status.clone();
+    let took = advance_until(&clock, Duration::from_secs(30), || b_status.is_leader())
+        .await
+        .expect("b takes over");
+    assert!(
+        took >= Duration::from_secs(13),
+        "b took over after {took:?}"
+    );
+    b.stop().await;
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn release_on_cancel_lets_the_next_candidate_in_at_once() {
     let clock = FakeClock::new();
