@@ -49,3 +49,8 @@ pub use key_text::KeyText;
 pub use meta::{Meta, MetaMut, Object, ObjectAccessor, SetResourceVersion};
 pub use resource_version::ResourceVersion;
 pub use store::{KnownObjects, ReflectorStore};
+
+/// This crate's README.md, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

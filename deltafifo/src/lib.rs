@@ -86,3 +86,8 @@ pub use fifo::{DeltaFifo, Progress};
 pub use options::DeltaFifoOptions;
 pub use pop_batch_future::PopBatchFuture;
 pub use pop_future::PopFuture;
+
+/// This crate's README.md, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

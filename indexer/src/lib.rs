@@ -74,3 +74,8 @@ pub use indexer::Indexer;
 pub use indexers::{IndexFunc, IndexValuesFunc, Indexers};
 pub use namespace::{namespace_index_fn, NAMESPACE_INDEX};
 pub use thread_safe_store::ThreadSafeStore;
+
+/// This crate's README.md, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

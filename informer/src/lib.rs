@@ -157,3 +157,8 @@ pub use options::InformerOptions;
 pub use reader::CacheReader;
 pub use registration::{wait_for_cache_sync, HandlerOptions, HandlerRegistration, HasSynced};
 pub use stream::EventStream;
+
+/// This crate's README.md, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -90,3 +90,8 @@ pub use in_process::{InProcessLock, Unavailable};
 pub use lock::{Lock, LockError};
 pub use record::{LeaderElectionRecord, VersionedRecord};
 pub use status::{LeaderGate, LeaderState, LeaderStatus, Leadership};
+
+/// This crate's README.md, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -438,9 +438,11 @@ async fn random_partitions_never_make_two_leaders() {
         let mut rng = Rng(seed * 0x9E37_79B9);
         let mut leaders_total = 0;
         for _ in 0..600 {
-            if rng.next() % 20 == 0 {
+            if rng.next().is_multiple_of(20) {
                 let i = (rng.next() % 3) as usize;
-                candidates[i].lock.set_available(rng.next() % 2 == 0);
+                candidates[i]
+                    .lock
+                    .set_available(rng.next().is_multiple_of(2));
             }
             let step = Duration::from_millis(50 + rng.next() % 200);
             clock.advance(step);

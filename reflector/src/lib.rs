@@ -122,3 +122,8 @@ pub use list_watcher::{
 };
 pub use polling::{content_fingerprint, PollError, PollingListWatcher, DEFAULT_POLL_PERIOD};
 pub use reflector::Reflector;
+
+/// This crate's README.md, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -87,3 +87,8 @@ pub use rate_limiter::{
     ItemFastSlowRateLimiter, MaxOfRateLimiter, RateLimiter, WithMaxWaitRateLimiter,
 };
 pub use rate_limiting::RateLimitingQueue;
+
+/// This crate's README.md, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

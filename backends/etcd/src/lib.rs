@@ -166,3 +166,8 @@ pub use kcache_core::{MetaMut, SetResourceVersion};
 pub use list_watcher::{EtcdListWatcher, DEFAULT_INTERNAL_PAGE_SIZE, DEFAULT_MAX_MESSAGE_SIZE};
 pub use lock::EtcdLock;
 pub use objects::EtcdObjects;
+
+/// This crate's README.md, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

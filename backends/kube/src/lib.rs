@@ -55,3 +55,8 @@ pub use lease::LeaseLock;
 pub use list_watcher::KubeListWatcher;
 pub use meta::KubeMeta;
 pub use metadata::KubeMetadataListWatcher;
+
+/// This crate's README.md, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -108,3 +108,8 @@ pub use error::MemoryError;
 /// keeps working.
 pub use kcache_core::{MetaMut, SetResourceVersion};
 pub use source::MemorySource;
+
+/// This crate's README.md, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
