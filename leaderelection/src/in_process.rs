@@ -2,10 +2,10 @@
 
 use crate::lock::{Lock, LockError};
 use crate::record::{LeaderElectionRecord, VersionedRecord};
+use crate::sync::atomic::{AtomicBool, Ordering};
+use crate::sync::Mutex;
 use kcache_core::ResourceVersion;
-use parking_lot::Mutex;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// A lock whose record lives in memory, shared by every candidate created from it.

@@ -83,6 +83,7 @@ mod jitter;
 mod lock;
 mod record;
 mod status;
+mod sync;
 
 pub use config::{ConfigError, LeaderElectionConfig, DEFAULT_JITTER_FACTOR};
 pub use elector::{LeaderElector, TermEnd, TermEndReason};

@@ -1,8 +1,8 @@
 //! [`LeaderStatus`] and [`Leadership`]: what the rest of the process sees of an election.
 
+use crate::sync::Mutex;
 use futures::future::BoxFuture;
 use kcache_core::{Clock, ResourceVersion};
-use parking_lot::Mutex;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
