@@ -209,6 +209,11 @@ impl<L: Lock> LeaderElector<L> {
     /// [`release_on_cancel`](LeaderElectionConfig::release_on_cancel) is set (one write, given up
     /// after `renew_deadline`).
     ///
+    /// # Runtime
+    /// The lock's futures decide: the etcd and Kubernetes locks need a tokio runtime, and so does
+    /// waiting on the [`SystemClock`] (tokio's timer); the in-process lock on a
+    /// [`FakeClock`](kcache_core::FakeClock) runs on any executor.
+    ///
     /// # Cancel safety
     /// Dropping the future ends nothing cleanly: the status keeps its last term until its
     /// deadline passes. Stop it through `stop`.
