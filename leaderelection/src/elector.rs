@@ -210,9 +210,8 @@ impl<L: Lock> LeaderElector<L> {
     /// after `renew_deadline`).
     ///
     /// # Runtime
-    /// The lock's futures decide: the etcd and Kubernetes locks need a tokio runtime, and so does
-    /// waiting on the [`SystemClock`] (tokio's timer); the in-process lock on a
-    /// [`FakeClock`](kcache_core::FakeClock) runs on any executor.
+    /// Run it inside a tokio runtime: the etcd and Kubernetes locks need one, and so does waiting
+    /// on the [`SystemClock`] (tokio's timer).
     ///
     /// # Cancel safety
     /// Dropping the future ends nothing cleanly: the status keeps its last term until its
