@@ -41,6 +41,8 @@ pub(crate) struct ReflectorTuning {
     pub(crate) streaming_initial_list: Option<bool>,
     pub(crate) backoff: Option<BackoffConfig>,
     pub(crate) seed: Option<u64>,
+    pub(crate) max_list_pages: Option<u64>,
+    pub(crate) max_list_objects: Option<usize>,
 }
 
 impl<T> InformerOptions<T> {
@@ -122,6 +124,23 @@ impl<T> InformerOptions<T> {
     #[must_use]
     pub fn backoff(mut self, backoff: BackoffConfig) -> Self {
         self.reflector.backoff = Some(backoff);
+        self
+    }
+
+    /// The most pages one list may take before the reflector abandons it and backs off
+    /// (default [`DEFAULT_MAX_LIST_PAGES`](kcache_reflector::DEFAULT_MAX_LIST_PAGES); see
+    /// [`ReflectorBuilder::max_list_pages`](kcache_reflector::ReflectorBuilder::max_list_pages)).
+    #[must_use]
+    pub fn max_list_pages(mut self, pages: u64) -> Self {
+        self.reflector.max_list_pages = Some(pages);
+        self
+    }
+
+    /// The most objects one list may collect (default
+    /// [`DEFAULT_MAX_LIST_OBJECTS`](kcache_reflector::DEFAULT_MAX_LIST_OBJECTS)).
+    #[must_use]
+    pub fn max_list_objects(mut self, objects: usize) -> Self {
+        self.reflector.max_list_objects = Some(objects);
         self
     }
 

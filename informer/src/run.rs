@@ -106,6 +106,12 @@ where
         if let Some(seed) = tuning.seed {
             builder = builder.seed(seed);
         }
+        if let Some(pages) = tuning.max_list_pages {
+            builder = builder.max_list_pages(pages);
+        }
+        if let Some(objects) = tuning.max_list_objects {
+            builder = builder.max_list_objects(objects);
+        }
         let reflector = builder
             .name(shared.name.to_string())
             .clock(shared.clock.clone())

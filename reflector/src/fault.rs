@@ -8,7 +8,7 @@ use crate::sync::{Arc, Mutex};
 use crate::{
     BackendError, ErrorKind, ListOptions, ListPage, ListWatcher, WatchOptions, WatchStream,
 };
-use kcache_core::{Clock, SystemClock};
+use kcache_core::{Clock, ResourceVersion, SystemClock};
 use std::fmt;
 use std::future::Future;
 use std::time::Duration;
@@ -18,8 +18,10 @@ use stream::{Cut, FaultyStream};
 /// seeded with `seed`, in call order, so one seed replays one schedule (given the same sequence of
 /// calls).
 ///
-/// Probabilities are per call (`list_error`, `watch_error`, `cut_watch`, `delay`) or per event
-/// (`duplicate`). [`FaultPlan::default`] injects nothing; [`FaultPlan::chaos`] is a busy mix.
+/// Probabilities are per call (`list_error`, `watch_error`, `cut_watch`, `instant_close`,
+/// `delay`), per list answer (`endless_pages`, `empty_continue`) or per event (`duplicate`,
+/// `unversioned_bookmark`). [`FaultPlan::default`] injects nothing; [`FaultPlan::chaos`] is a
+/// busy mix of a flaky network; [`FaultPlan::hostile`] adds a misbehaving server.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FaultPlan {
     /// The seed of the schedule.
@@ -43,6 +45,19 @@ pub struct FaultPlan {
     pub max_delay: Duration,
     /// The classes of injected errors, drawn uniformly (empty: [`ErrorKind::Retry`]).
     pub error_kinds: Vec<ErrorKind>,
+    /// Probability that a list answer gets a made-up continue token; a request with such a
+    /// token is answered by the injector itself, with an empty page and another made-up token,
+    /// for as long as the injector is not healed (a server whose lists never end); once healed,
+    /// such a token is answered as expired.
+    pub endless_pages: f64,
+    /// Probability that the last page of a list carries `Some("")` as its continue token
+    /// instead of `None`.
+    pub empty_continue: f64,
+    /// Probability that an opened watch closes cleanly after at most one event (a misbehaving
+    /// server or proxy).
+    pub instant_close: f64,
+    /// Probability that a bookmark without a resource version is slipped in before a watch event.
+    pub unversioned_bookmark: f64,
 }
 
 impl Default for FaultPlan {
@@ -58,6 +73,10 @@ impl Default for FaultPlan {
             delay: 0.0,
             max_delay: Duration::ZERO,
             error_kinds: Vec::new(),
+            endless_pages: 0.0,
+            empty_continue: 0.0,
+            instant_close: 0.0,
+            unversioned_bookmark: 0.0,
         }
     }
 }
@@ -83,9 +102,28 @@ impl FaultPlan {
                 ErrorKind::TooLargeResourceVersion,
                 ErrorKind::Other,
             ],
+            ..Self::default()
+        }
+    }
+
+    /// [`chaos`](Self::chaos) plus a misbehaving server: a twentieth of lists never end (made-up
+    /// continue tokens), a tenth end with an empty continue token, a tenth of watches close
+    /// right after at most one event, and 2 % of events are preceded by a bookmark without a
+    /// resource version. A reflector over it needs a small
+    /// [`max_list_pages`](crate::ReflectorBuilder::max_list_pages) to stay quick.
+    pub fn hostile(seed: u64) -> Self {
+        Self {
+            endless_pages: 0.05,
+            empty_continue: 0.1,
+            instant_close: 0.1,
+            unversioned_bookmark: 0.02,
+            ..Self::chaos(seed)
         }
     }
 }
+
+/// The prefix of the continue tokens an injector makes up ([`FaultPlan::endless_pages`]).
+const ENDLESS_TOKEN: &str = "kcache-fault-endless:";
 
 /// Where an injected fault struck.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,6 +181,14 @@ pub struct FaultStats {
     pub duplicates: u64,
     /// Delayed calls.
     pub delays: u64,
+    /// List pages answered with a made-up continue token.
+    pub endless_pages: u64,
+    /// Last list pages answered with `Some("")` as their continue token.
+    pub empty_continues: u64,
+    /// Watches closed cleanly after at most one event.
+    pub instant_closes: u64,
+    /// Bookmarks without a resource version slipped into watches.
+    pub unversioned_bookmarks: u64,
 }
 
 pub(crate) struct FaultShared {
@@ -182,6 +228,13 @@ impl FaultShared {
             return None;
         }
         let mut rng = self.rng.lock();
+        if rng.chance(self.plan.instant_close) {
+            return Some(Cut {
+                after: rng.below(2),
+                error: None,
+                instant: true,
+            });
+        }
         if !rng.chance(self.plan.cut_watch) {
             return None;
         }
@@ -189,7 +242,33 @@ impl FaultShared {
         let error = rng
             .chance(self.plan.cut_with_error)
             .then(|| self.error_kind(&mut rng));
-        Some(Cut { after, error })
+        Some(Cut {
+            after,
+            error,
+            instant: false,
+        })
+    }
+
+    /// Draws whether to slip a bookmark without a version in before the next event.
+    pub(crate) fn unversioned_bookmark(&self) -> bool {
+        !self.healed() && self.rng.lock().chance(self.plan.unversioned_bookmark)
+    }
+
+    /// The continue token to put on a list answer whose own token is `token`.
+    fn continue_token(&self, token: Option<String>) -> Option<String> {
+        if self.healed() {
+            return token;
+        }
+        let mut rng = self.rng.lock();
+        if rng.chance(self.plan.endless_pages) {
+            self.count(|s| s.endless_pages += 1);
+            return Some(format!("{ENDLESS_TOKEN}{}", rng.next_u64()));
+        }
+        if token.is_none() && rng.chance(self.plan.empty_continue) {
+            self.count(|s| s.empty_continues += 1);
+            return Some(String::new());
+        }
+        token
     }
 
     pub(crate) fn duplicate(&self) -> bool {
@@ -203,7 +282,9 @@ impl FaultShared {
 
 /// Wraps any [`ListWatcher`] and injects faults from a seeded [`FaultPlan`]: failed lists and
 /// watches (Expired, Retry, TooLargeResourceVersion or Other), watches cut after N events (cleanly
-/// or with an error), duplicated events, and delays on the injector's [`Clock`]. Call
+/// or with an error), duplicated events, and delays on the injector's [`Clock`]; and a
+/// misbehaving server's answers: lists that never end, empty continue tokens, watches that close
+/// right after an event, bookmarks without a resource version. Call
 /// [`FaultHandle::heal`] to stop injecting, then check that your controller converged.
 ///
 /// # Examples
@@ -313,11 +394,36 @@ impl<T: Send + Sync + 'static, L: ListWatcher<T>> ListWatcher<T> for FaultInject
         opts: &ListOptions,
     ) -> impl Future<Output = Result<ListPage<T>, Self::Error>> + Send {
         let (delay, error) = self.shared.decide(self.shared.plan.list_error);
-        let inner = error.is_none().then(|| self.inner.list(opts));
+        let made_up = opts
+            .continue_token
+            .as_deref()
+            .is_some_and(|t| t.starts_with(ENDLESS_TOKEN));
+        let inner = (error.is_none() && !made_up).then(|| self.inner.list(opts));
         async move {
             self.wait(delay).await;
+            if made_up && error.is_none() {
+                // The next page of a list that never ends: empty, with another made-up token,
+                // until healed; then the token has expired, as a real one would.
+                if self.shared.healed() {
+                    return Err(FaultError::Injected(InjectedFault {
+                        kind: ErrorKind::Expired,
+                        site: FaultSite::List,
+                    }));
+                }
+                self.shared.count(|s| s.endless_pages += 1);
+                let token = format!("{ENDLESS_TOKEN}{}", self.shared.rng.lock().next_u64());
+                return Ok(ListPage {
+                    items: Vec::new(),
+                    resource_version: ResourceVersion::default(),
+                    continue_token: Some(token),
+                });
+            }
             match inner {
-                Some(fut) => fut.await.map_err(FaultError::Backend),
+                Some(fut) => {
+                    let mut page = fut.await.map_err(FaultError::Backend)?;
+                    page.continue_token = self.shared.continue_token(page.continue_token.take());
+                    Ok(page)
+                }
                 None => {
                     let kind = kind_or_retry(error);
                     self.shared.count(|s| s.list_errors += 1);

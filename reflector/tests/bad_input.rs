@@ -381,3 +381,171 @@ async fn a_run_of_watches_that_close_right_after_one_event_backs_off() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_fault_injector_plays_a_misbehaving_server() {
+    use kcache_reflector::{ErrorKind, FaultInjector, FaultPlan};
+    within(async {
+        // Endless pages: every answer continues, and the made-up tokens are the injector's own.
+        let lw = Arc::new(Scripted::default());
+        lw.list_ok(vec![pod("a", "1")], "5", None);
+        let plan = FaultPlan {
+            endless_pages: 1.0,
+            ..FaultPlan::default()
+        };
+        let faulty = FaultInjector::new(lw.clone(), plan);
+        let switch = faulty.handle();
+        let first = faulty.list(&ListOptions::default()).await.unwrap();
+        assert_eq!(first.items.len(), 1);
+        let mut token = first.continue_token.expect("a made-up token");
+        for _ in 0..3 {
+            let opts = ListOptions {
+                continue_token: Some(token),
+                ..ListOptions::default()
+            };
+            let page = faulty.list(&opts).await.unwrap();
+            assert!(page.items.is_empty());
+            token = page.continue_token.expect("another made-up token");
+        }
+        assert_eq!(
+            lw.list_calls.lock().unwrap().len(),
+            1,
+            "answered by the injector"
+        );
+        switch.heal();
+        let opts = ListOptions {
+            continue_token: Some(token),
+            ..ListOptions::default()
+        };
+        let healed = faulty.list(&opts).await.map(|_| ()).unwrap_err();
+        assert_eq!(healed.to_string(), "injected Expired fault during List");
+        assert_eq!(switch.stats().endless_pages, 4);
+
+        // An empty continue token on the last page.
+        lw.list_ok(vec![pod("a", "1")], "5", None);
+        let plan = FaultPlan {
+            empty_continue: 1.0,
+            ..FaultPlan::default()
+        };
+        let faulty = FaultInjector::new(lw.clone(), plan);
+        let page = faulty.list(&ListOptions::default()).await.unwrap();
+        assert_eq!(page.continue_token.as_deref(), Some(""));
+
+        // Instant clean closes, and a bookmark without a version before an event.
+        let events = |n: u64| {
+            (0..n)
+                .map(|i| {
+                    Ok(WatchEvent::Added(pod(
+                        &format!("p{i}"),
+                        &(i + 1).to_string(),
+                    )))
+                })
+                .collect::<Vec<_>>()
+        };
+        lw.watch_events(events(5));
+        let plan = FaultPlan {
+            instant_close: 1.0,
+            ..FaultPlan::default()
+        };
+        let faulty = FaultInjector::new(lw.clone(), plan);
+        let got: Vec<_> = faulty
+            .watch(&WatchOptions::default())
+            .await
+            .unwrap()
+            .collect()
+            .await;
+        assert!(
+            got.len() <= 1,
+            "closed after at most one event: {}",
+            got.len()
+        );
+        assert_eq!(faulty.handle().stats().instant_closes, 1);
+
+        lw.watch_events(events(1));
+        let plan = FaultPlan {
+            unversioned_bookmark: 1.0,
+            ..FaultPlan::default()
+        };
+        let faulty = FaultInjector::new(lw.clone(), plan);
+        let mut stream = faulty.watch(&WatchOptions::default()).await.unwrap();
+        match stream.next().await {
+            Some(Ok(WatchEvent::Bookmark(b))) => assert!(b.resource_version.is_empty()),
+            other => panic!("expected a bookmark without a version: {other:?}"),
+        }
+        assert!(matches!(
+            stream.next().await,
+            Some(Ok(WatchEvent::Added(_)))
+        ));
+        let _ = ErrorKind::Other;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_reflector_over_a_hostile_server_converges_once_it_heals() {
+    use kcache_memory::{MemoryConfig, MemorySource};
+    use kcache_reflector::{FaultInjector, FaultPlan};
+    within(async {
+        let clock = FakeClock::new();
+        let source: MemorySource<Pod> =
+            MemorySource::with_config(MemoryConfig::new().with_clock(clock.clone()));
+        for i in 0..20 {
+            let _ = source.create(Pod {
+                ns: "ns".into(),
+                name: format!("p{i}"),
+                rv: "".into(),
+                value: i,
+            });
+        }
+        let plan = FaultPlan {
+            endless_pages: 0.05,
+            empty_continue: 0.5,
+            instant_close: 0.5,
+            unversioned_bookmark: 0.2,
+            ..FaultPlan::default()
+        };
+        let faulty = FaultInjector::with_clock(source.clone(), plan, Arc::new(clock.clone()));
+        let switch = faulty.handle();
+        let store = MapStore::default();
+        let r = Reflector::builder(faulty, store.clone())
+            .clock(Arc::new(clock.clone()))
+            .page_size(3)
+            .max_list_pages(50)
+            .seed(4)
+            .build();
+        let handle = r.handle();
+        let task = tokio::spawn(r.run());
+        for i in 0..40 {
+            let _ = source.update(Pod {
+                ns: "ns".into(),
+                name: format!("p{}", i % 20),
+                rv: "".into(),
+                value: 100 + i,
+            });
+            clock.advance(Duration::from_millis(700));
+            common::settle().await;
+        }
+        switch.heal();
+        let want: Vec<(String, String)> = source
+            .list_all()
+            .iter()
+            .map(|p| (format!("{}/{}", p.ns, p.name), p.rv.to_string()))
+            .collect();
+        for _ in 0..200 {
+            clock.advance(Duration::from_secs(2));
+            common::settle().await;
+            if store.snapshot().into_iter().collect::<Vec<_>>() == want {
+                break;
+            }
+        }
+        assert_eq!(store.snapshot().into_iter().collect::<Vec<_>>(), want);
+        let stats = switch.stats();
+        assert!(
+            stats.endless_pages > 0 && stats.instant_closes > 0,
+            "{stats:?}"
+        );
+        handle.stop();
+        task.await.expect("no panic");
+    })
+    .await;
+}

@@ -1,6 +1,8 @@
 //! Convergence under faults: seeded random schedules of source mutations (creates, updates,
 //! deletes, bursts on hot keys) interleaved with injected faults (failed lists and watches of
-//! every error class, cut watches, duplicated events, delays), on a `FakeClock`. After the
+//! every error class, cut watches, duplicated events, delays) and a misbehaving server's answers
+//! (`FaultPlan::hostile`: endless lists, empty continue tokens, instant clean closes, bookmarks
+//! without a version), on a `FakeClock`. After the
 //! injector heals and time passes, the store the reflector wrote must equal the source exactly.
 //!
 //! `KCACHE_CONVERGENCE_SEEDS` (default 500) and `KCACHE_CONVERGENCE_SEED_START` (default 0) choose
@@ -67,7 +69,9 @@ async fn run_seed(seed: u64) -> Result<String, String> {
         .with_bookmark_interval(Duration::from_secs(1 + rng.below(20)))
         .with_watcher_buffer(16 + rng.below(256) as usize);
     let source: MemorySource<Pod> = MemorySource::with_config(config);
-    let mut plan = FaultPlan::chaos(seed);
+    // A flaky network and a misbehaving server (endless lists, empty continue tokens, watches
+    // that close right after an event, bookmarks without a version).
+    let mut plan = FaultPlan::hostile(seed);
     plan.list_error = rng.below(40) as f64 / 100.0;
     plan.watch_error = rng.below(40) as f64 / 100.0;
     plan.cut_watch = (20 + rng.below(70)) as f64 / 100.0;
@@ -94,6 +98,7 @@ async fn run_seed(seed: u64) -> Result<String, String> {
         .clock(Arc::new(clock.clone()))
         .seed(seed)
         .page_size(1 + rng.below(12) as u32)
+        .max_list_pages(200)
         .min_watch_timeout(Duration::from_secs(1 + rng.below(10)))
         .streaming_initial_list(rng.chance(50))
         .build();

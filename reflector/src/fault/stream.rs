@@ -2,7 +2,7 @@
 
 use super::{FaultError, FaultShared, FaultSite, InjectedFault};
 use crate::sync::Arc;
-use crate::{ErrorKind, WatchEvent, WatchStream};
+use crate::{Bookmark, ErrorKind, WatchEvent, WatchStream};
 use futures::Stream;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -12,6 +12,8 @@ use std::task::{Context, Poll};
 pub(crate) struct Cut {
     pub(crate) after: u64,
     pub(crate) error: Option<ErrorKind>,
+    /// A misbehaving server's close right after an event (counted apart from cuts).
+    pub(crate) instant: bool,
 }
 
 pub(crate) struct FaultyStream<T, E> {
@@ -65,6 +67,10 @@ impl<T, E> Stream for FaultyStream<T, E> {
             if this.seen >= cut.after && !this.shared.healed() {
                 this.done = true;
                 return Poll::Ready(match cut.error {
+                    None if cut.instant => {
+                        this.shared.count(|s| s.instant_closes += 1);
+                        None
+                    }
                     None => {
                         this.shared.count(|s| s.clean_cuts += 1);
                         None
@@ -88,6 +94,15 @@ impl<T, E> Stream for FaultyStream<T, E> {
             }
             Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(FaultError::Backend(e)))),
             Poll::Ready(Some(Ok(ev))) => {
+                if this.shared.unversioned_bookmark() {
+                    // The event comes next (after this bookmark), as a duplicate would.
+                    this.shared.count(|s| s.unversioned_bookmarks += 1);
+                    this.duplicate = Some(ev);
+                    return Poll::Ready(Some(Ok(WatchEvent::Bookmark(Bookmark {
+                        resource_version: Default::default(),
+                        initial_events_end: false,
+                    }))));
+                }
                 this.seen += 1;
                 if this.shared.duplicate() {
                     this.shared.count(|s| s.duplicates += 1);
