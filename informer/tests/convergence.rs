@@ -2,7 +2,13 @@
 //! cuts, failed lists and watches, expired versions, duplicated events, delays). Once the faults
 //! stop, the informer's cache must equal the source exactly, and every handler's view (its
 //! notifications replayed into a map) must equal it too: an ordered handler, a coalescing one,
-//! and one that joined halfway.
+//! and one that joined halfway. The faults include a misbehaving server's answers
+//! (`FaultPlan::hostile`: endless lists, empty continue tokens, watches that close right after an
+//! event, bookmarks without a version).
+//!
+//! `KCACHE_CONVERGENCE_SEEDS` (default 200) and `KCACHE_CONVERGENCE_SEED_START` (default 0)
+//! choose the seeds, as in the reflector's suite; a failing seed prints the command that replays
+//! it alone.
 
 mod common;
 
@@ -13,7 +19,8 @@ use kcache_reflector::{FaultInjector, FaultPlan};
 use std::sync::Arc;
 use std::time::Duration;
 
-const SEEDS: u64 = 200;
+/// Seeds `cargo test` runs when `KCACHE_CONVERGENCE_SEEDS` is not set.
+const DEFAULT_SEEDS: u64 = 200;
 const OPS: usize = 30;
 const KEYS: u64 = 6;
 
@@ -40,14 +47,18 @@ async fn one_seed(seed: u64) -> (usize, u64) {
             .with_clock(clock.clone())
             .with_history_window(8),
     );
-    let faulty =
-        FaultInjector::with_clock(src.clone(), FaultPlan::chaos(seed), Arc::new(clock.clone()));
+    let faulty = FaultInjector::with_clock(
+        src.clone(),
+        FaultPlan::hostile(seed),
+        Arc::new(clock.clone()),
+    );
     let faults = faulty.handle();
     let inf = Arc::new(SharedIndexInformer::with_options(
         faulty,
         InformerOptions::new()
             .name(format!("seed-{seed}"))
             .resync_period(Duration::from_secs(3))
+            .max_list_pages(100)
             .clock(Arc::new(clock.clone())),
     ));
     let ordered = Recorder::new();
@@ -159,22 +170,51 @@ async fn one_seed(seed: u64) -> (usize, u64) {
             + stats.clean_cuts
             + stats.error_cuts
             + stats.duplicates
-            + stats.delays,
+            + stats.delays
+            + stats.endless_pages
+            + stats.empty_continues
+            + stats.instant_closes
+            + stats.unversioned_bookmarks,
     )
+}
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_faults_stop_the_cache_and_every_handler_view_equal_the_source() {
+    use futures::FutureExt;
+    let count = env_u64("KCACHE_CONVERGENCE_SEEDS", DEFAULT_SEEDS);
+    let start = env_u64("KCACHE_CONVERGENCE_SEED_START", 0);
+    let started = kcache_core::Clock::now(&kcache_core::SystemClock);
     let mut faults = 0;
     let mut max_steps = 0;
-    for seed in 0..SEEDS {
-        let (steps, f) = one_seed(seed).await;
+    for seed in start..start.saturating_add(count) {
+        let outcome = std::panic::AssertUnwindSafe(one_seed(seed))
+            .catch_unwind()
+            .await;
+        let (steps, f) = outcome.unwrap_or_else(|panic| {
+            eprintln!(
+                "seed {seed} failed; replay: KCACHE_CONVERGENCE_SEED_START={seed} \
+                 KCACHE_CONVERGENCE_SEEDS=1 cargo test -p kcache-informer --test convergence"
+            );
+            std::panic::resume_unwind(panic)
+        });
         faults += f;
         max_steps = max_steps.max(steps);
     }
     assert!(
-        faults > 2 * SEEDS,
+        faults > 2 * count,
         "the schedules injected faults ({faults})"
     );
-    eprintln!("{SEEDS} seeds converged; {faults} faults injected; at most {max_steps} steps after healing");
+    let elapsed = kcache_core::Clock::now(&kcache_core::SystemClock) - started;
+    eprintln!(
+        "informer convergence: {count} seeds from {start} converged; {faults} faults injected; \
+         at most {max_steps} steps after healing; {:.1} s",
+        elapsed.as_secs_f64()
+    );
 }
