@@ -6,7 +6,8 @@
 //! the cache does. `Deleted` removes the key and tells the handlers, with the tombstone when the
 //! deletion was inferred. The cache is always written before the handlers are told, all under the
 //! dispatch lock. An update whose resource version did not change only reaches the handlers
-//! whose resync is due.
+//! flagged as syncing: all of them until the first resync check (and forever in an informer
+//! without resync, as in client-go), then those whose resync was due at the last check.
 
 use crate::event::{DeletedObject, Event, Notification};
 use crate::shared::Shared;

@@ -21,7 +21,9 @@ pub trait ResourceEventHandler<T>: Send + Sync + 'static {
     }
 
     /// A cached object changed. When `old` and `new` carry the same resource version this is a
-    /// resync (periodic, or an unchanged object seen again in a relist).
+    /// resync (periodic, or an unchanged object seen again in a relist); those reach a handler
+    /// only while it is flagged as syncing (see the crate's rules: always, in an informer
+    /// without resync).
     fn on_update(&self, old: &Arc<T>, new: &Arc<T>) {
         let _ = (old, new);
     }

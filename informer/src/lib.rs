@@ -27,7 +27,11 @@
 //!   when a relist revealed a deletion the watch missed. The cache is written before any handler
 //!   hears of the change.
 //! - An update that does not change the resource version (a resync, or an unchanged object seen
-//!   again in a relist) reaches only the handlers whose resync period has elapsed. Periods follow
+//!   again in a relist) reaches a handler only while it is flagged as *syncing*. As in client-go,
+//!   every handler starts flagged, and the informer's resync check (every check period) re-flags
+//!   exactly the handlers whose resync period has elapsed. So before the first check, and always
+//!   in an informer without resync (it never checks), every handler receives such updates: each
+//!   relist's unchanged objects arrive as `on_update(old, new)` with equal versions. Periods follow
 //!   client-go's rules (1 s minimum, the informer's check period, nothing when the informer has no
 //!   resync).
 //! - A handler that joins a running informer first receives the whole cache as adds with

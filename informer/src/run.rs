@@ -156,29 +156,27 @@ where
     /// read-your-writes: after your own write returned `rv`, the cache (and every handler's
     /// buffer) holds it or something newer.
     ///
-    /// Resource versions are opaque in general; this form orders them as decimal integers
-    /// (kcache-memory, etcd and Kubernetes' current servers all qualify). For other sources use
+    /// Resource versions are opaque in general; this form orders them as decimal integers of any
+    /// length (ASCII digits only: no sign, no spaces; kcache-memory, etcd and Kubernetes' current
+    /// servers all qualify). For other sources use
     /// [`wait_for_resource_version_by`](Self::wait_for_resource_version_by).
     ///
     /// The cache's version advances each time the informer has applied everything the source
     /// delivered so far, which a source that falls quiet always allows.
     ///
     /// # Errors
-    /// [`ResourceVersionError::NotNumeric`] if `rv` is not a decimal integer;
+    /// [`ResourceVersionError::NotNumeric`] if `rv` is not a decimal integer (say `"+3"`, `""`
+    /// or `"abc"`);
     /// [`ResourceVersionError::Stopped`] if the informer stops first.
     pub async fn wait_for_resource_version(
         &self,
         rv: &ResourceVersion,
     ) -> Result<(), ResourceVersionError> {
-        let target: u64 = rv
-            .as_str()
-            .parse()
-            .map_err(|_| ResourceVersionError::NotNumeric(rv.clone()))?;
+        let Some(target) = decimal(rv.as_str()) else {
+            return Err(ResourceVersionError::NotNumeric(rv.clone()));
+        };
         self.wait_for_resource_version_by(rv, |applied, _| {
-            applied
-                .as_str()
-                .parse::<u64>()
-                .map_or(Ordering::Less, |a| a.cmp(&target))
+            decimal(applied.as_str()).map_or(Ordering::Less, |a| cmp_decimal(a, target))
         })
         .await
     }
@@ -218,6 +216,19 @@ where
             }
         }
     }
+}
+
+/// `s` without its leading zeros, if it is a non-empty run of ASCII digits.
+fn decimal(s: &str) -> Option<&str> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some(s.trim_start_matches('0'))
+}
+
+/// Orders two decimals without leading zeros (from [`decimal`]), of any length.
+fn cmp_decimal(a: &str, b: &str) -> Ordering {
+    a.len().cmp(&b.len()).then_with(|| a.cmp(b))
 }
 
 /// Keys the pop loop takes from the FIFO per lock at most.

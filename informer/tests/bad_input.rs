@@ -16,6 +16,7 @@ use kcache_reflector::{
     BackoffConfig, ConfigError, ListOptions, ListPage, ListWatcher, WatchOptions, WatchStream,
 };
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 fn informer_with(
     clock: &FakeClock,
@@ -247,4 +248,83 @@ async fn one_object_the_transform_refuses_is_left_out_and_the_rest_syncs() {
     applied(&inf, &c.resource_version()).await;
     assert_eq!(cached(&inf), ["a", "b", "c"]);
     running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_for_resource_version_takes_decimals_of_any_length_and_nothing_else() {
+    let (clock, source) = source();
+    let a = source.create(Pod::new("a", 1)).unwrap();
+    let inf = informer_with(&clock, &source, InformerOptions::new());
+    let running = run(&inf);
+    synced(&inf).await;
+    applied(&inf, &a.resource_version()).await;
+    for bad in ["+3", "-1", "", " 3", "3 ", "1e3", "0x10", "abc"] {
+        let r = tokio::time::timeout(WAIT, inf.wait_for_resource_version(&bad.into())).await;
+        assert!(
+            matches!(r, Ok(Err(ResourceVersionError::NotNumeric(_)))),
+            "{bad:?}: {r:?}"
+        );
+    }
+    // Reached: a smaller version, with leading zeros too.
+    for reached in ["0", "00", "0001"] {
+        let r = tokio::time::timeout(WAIT, inf.wait_for_resource_version(&reached.into())).await;
+        assert!(matches!(r, Ok(Ok(()))), "{reached:?}: {r:?}");
+    }
+    // Bigger than u64: valid, not reached yet (the wait goes on until the informer stops).
+    let huge = "184467440737095516160000";
+    let waiter = {
+        let inf = inf.clone();
+        tokio::spawn(async move { inf.wait_for_resource_version(&huge.into()).await })
+    };
+    running.stop().await;
+    let r = tokio::time::timeout(WAIT, waiter).await.unwrap().unwrap();
+    assert_eq!(r, Err(ResourceVersionError::Stopped));
+}
+
+/// The documented rule for RV-unchanged updates (the crate docs' "syncing" flag): in an
+/// informer without resync, every handler receives each relist's unchanged objects as updates
+/// with equal versions, as in client-go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_resync_every_handler_receives_a_relists_unchanged_objects() {
+    use kcache_reflector::{ErrorKind, FaultInjector, FaultPlan};
+    let (clock, source) = source();
+    source.create(Pod::new("a", 1)).unwrap();
+    // Every watch fails at once with an Other error: the reflector relists after each backoff.
+    let plan = FaultPlan {
+        watch_error: 1.0,
+        error_kinds: vec![ErrorKind::Other],
+        ..FaultPlan::default()
+    };
+    let faulty = FaultInjector::with_clock(source.clone(), plan, Arc::new(clock.clone()));
+    let inf = Arc::new(SharedIndexInformer::with_options(
+        faulty,
+        InformerOptions::new().clock(Arc::new(clock.clone())),
+    ));
+    let rec = common::Recorder::new();
+    inf.add_event_handler(rec.clone()).unwrap();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let task = {
+        let inf = inf.clone();
+        tokio::spawn(async move {
+            inf.run(async {
+                let _ = stop_rx.await;
+            })
+            .await
+        })
+    };
+    rec.wait_for(1).await;
+    for _ in 0..40 {
+        if rec.len() >= 2 {
+            break;
+        }
+        clock.advance(Duration::from_secs(2));
+        let _ = tokio::time::timeout(Duration::from_millis(50), rec.wait_for_quiet(2)).await;
+    }
+    rec.wait_for(2).await;
+    match &rec.events()[1] {
+        kcache_informer::Event::Updated { old, new } => assert_eq!(old.rv, new.rv),
+        other => panic!("expected an RV-unchanged update, got {other:?}"),
+    }
+    stop_tx.send(()).unwrap();
+    let _ = tokio::time::timeout(WAIT, task).await;
 }

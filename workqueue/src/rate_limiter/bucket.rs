@@ -97,6 +97,10 @@ impl BucketRateLimiter {
     pub fn with_clock(qps: f64, burst: u32, clock: Arc<dyn Clock>) -> Self {
         let refill = if qps.is_nan() || qps <= 0.0 {
             Refill::Never
+        } else if qps > 1e9 {
+            // More than one token per nanosecond: `1/qps` would round to 1 ns up to 2·10⁹ qps,
+            // and delays would grow by a nanosecond a call instead of staying zero.
+            Refill::Free
         } else {
             match Duration::try_from_secs_f64(1.0 / qps) {
                 Ok(d) if d.is_zero() => Refill::Free,
