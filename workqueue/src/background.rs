@@ -59,12 +59,17 @@ pub(crate) fn tick<T: Clone + Eq + Hash + Send + 'static>(
     if shared.is_shutting_down() {
         return None;
     }
-    // Awake before draining the inbox: a delayed add from now on signals us (see `queue::timer`).
-    shared.timer.awake();
-    let now = shared.clock.now();
-    shared.fire_due(now);
-    let mut next = shared.next_deadline();
-    shared.timer.plan(next);
+    let (now, mut next) = loop {
+        let now = shared.clock.now();
+        shared.fire_due(now);
+        let next = shared.next_deadline();
+        shared.timer.plan(next);
+        // An entry that arrived since the drain and is due before the plan: go round again
+        // (see `queue::timer` for why nothing is missed).
+        if !shared.timer.has_entry_before(next) {
+            break (now, next);
+        }
+    };
     if let Some(m) = &shared.metrics {
         m.delayed_depth.set(shared.waiting() as f64);
         if next_metrics.is_none_or(|t| t <= now) {

@@ -9,11 +9,14 @@
 //! added now, processed, re-scheduled) is dropped. An earlier attempt scheduled the *decision*
 //! later, which let a queued item run twice; here only the sorting is deferred.
 //!
-//! The timer publishes the deadline it plans to wake at ([`planned`](Timer::must_wake)), and a
-//! delayed add signals it only for an earlier deadline. Before it drains the inbox the timer marks
-//! itself awake (every add then signals), so an entry appended after a drain is either signalled or
-//! due no earlier than the wake-up the timer publishes next; the inbox's mutex orders the two
-//! sides.
+//! The timer publishes the deadline it plans to wake at ([`must_wake`](Timer::must_wake)), and a
+//! delayed add signals it only for an earlier deadline: while adds stream in, the timer is not
+//! woken once per add. After publishing its plan the timer looks at the earliest deadline in the
+//! inbox ([`has_entry_before`](Timer::has_entry_before)) and goes round again if one is earlier.
+//! The inbox's mutex orders the two sides: an entry appended before that look is seen by it; an
+//! entry appended after it was appended after the plan was published, so its add compares its
+//! deadline with that plan and signals if it is earlier. Either way no entry waits past its
+//! deadline for a timer that sleeps on.
 
 use super::delays::{Delays, Entry};
 use crate::sync::atomic::{AtomicU64, Ordering};
@@ -24,6 +27,8 @@ use std::time::Instant;
 #[derive(Debug)]
 struct Inbox<T> {
     entries: Vec<Entry<T>>,
+    /// The earliest deadline in `entries`.
+    earliest: Option<Instant>,
     /// The next entry number.
     next_seq: u64,
 }
@@ -41,8 +46,8 @@ pub(crate) struct Schedule<T> {
 pub(crate) struct Timer<T> {
     inbox: Mutex<Inbox<T>>,
     schedule: Mutex<Schedule<T>>,
-    /// Nanoseconds after `base` at which the timer plans to wake; `u64::MAX` while it is awake
-    /// or has nothing planned.
+    /// Nanoseconds after `base` at which the timer plans to wake; `u64::MAX` when it has nothing
+    /// planned.
     planned: AtomicU64,
     base: Instant,
 }
@@ -52,6 +57,7 @@ impl<T> Timer<T> {
         Self {
             inbox: Mutex::new(Inbox {
                 entries: Vec::new(),
+                earliest: None,
                 next_seq: 0,
             }),
             schedule: Mutex::new(Schedule {
@@ -73,7 +79,16 @@ impl<T> Timer<T> {
         inbox.next_seq += 1;
         let seq = inbox.next_seq;
         inbox.entries.push(Entry { at, seq, item });
+        if inbox.earliest.is_none_or(|e| at < e) {
+            inbox.earliest = Some(at);
+        }
         seq
+    }
+
+    /// Whether the inbox holds an entry due before `next` (any entry, if `next` is `None`).
+    pub(crate) fn has_entry_before(&self, next: Option<Instant>) -> bool {
+        let earliest = self.inbox.lock().earliest;
+        earliest.is_some_and(|e| next.is_none_or(|n| e < n))
     }
 
     /// Whether a new deadline `at` is earlier than the timer's planned wake-up (the caller then
@@ -82,12 +97,8 @@ impl<T> Timer<T> {
         self.nanos(at) < self.planned.load(Ordering::SeqCst)
     }
 
-    /// Marks the timer awake: until [`plan`](Timer::plan), every new deadline signals it.
-    pub(crate) fn awake(&self) {
-        self.planned.store(u64::MAX, Ordering::SeqCst);
-    }
-
-    /// Publishes the deadline the timer will sleep until (after it drained the inbox).
+    /// Publishes the deadline the timer will sleep until; then it checks
+    /// [`has_entry_before`](Timer::has_entry_before).
     pub(crate) fn plan(&self, next: Option<Instant>) {
         let at = next.map_or(u64::MAX, |at| self.nanos(at));
         self.planned.store(at, Ordering::SeqCst);
@@ -97,7 +108,11 @@ impl<T> Timer<T> {
     pub(crate) fn drain(&self) -> MutexGuard<'_, Schedule<T>> {
         let mut s = self.schedule.lock();
         let mut spare = std::mem::take(&mut s.spare);
-        std::mem::swap(&mut spare, &mut self.inbox.lock().entries);
+        {
+            let mut inbox = self.inbox.lock();
+            std::mem::swap(&mut spare, &mut inbox.entries);
+            inbox.earliest = None;
+        }
         for e in spare.drain(..) {
             s.delays.push(e);
         }
@@ -109,6 +124,8 @@ impl<T> Timer<T> {
     pub(crate) fn clear(&self) {
         let mut s = self.schedule.lock();
         s.delays.clear();
-        self.inbox.lock().entries.clear();
+        let mut inbox = self.inbox.lock();
+        inbox.entries.clear();
+        inbox.earliest = None;
     }
 }
