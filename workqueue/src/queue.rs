@@ -2,11 +2,11 @@
 //!
 //! # Design: a hot path off any global lock
 //! Each item's state (queued, in flight, in flight and added again, waiting for a delay) lives in
-//! a sharded map ([`slots`]); the items ready to be handed out go through a lock-free FIFO whose
-//! count, and the count of sleeping workers, share one atomic word ([`ready`]); delayed adds append
-//! to an inbox that the timer thread sorts ([`timer`]). An add takes only its item's shard lock; a
-//! worker claims from the ready count and pops without a lock, then takes the item's shard lock to
-//! mark it in flight. Idle workers spin briefly, then sleep; producers wake only sleepers.
+//! a sharded map ([`slots`]); the items ready to be handed out go through a lock-free FIFO
+//! ([`ready`]); delayed adds append to an inbox that the timer thread sorts ([`timer`]). An add
+//! takes only its item's shard lock; a worker pops without a lock, then takes the item's shard
+//! lock to mark it in flight. Idle workers spin briefly, then sleep; producers read one word that
+//! says whether anyone sleeps, and wake only sleepers.
 //!
 //! # Ordering
 //! Items are handed out in the order they became ready: the order of their pushes to the FIFO,

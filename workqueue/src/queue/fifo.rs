@@ -3,7 +3,7 @@
 //! Normally this is `crossbeam_queue::SegQueue`: producers and workers never take a lock on it
 //! (its head and tail sit on separate cache lines). loom cannot look inside crossbeam's atomics, so
 //! under `--cfg kcache_loom` it is a `Mutex<VecDeque>` with the same two operations. The loom models
-//! therefore check the hand-off protocol around the FIFO (the ready count, the parking of workers,
+//! therefore check the hand-off protocol around the FIFO (the parking of workers, the state word,
 //! the per-key slots), over a FIFO that is linearizable by construction; crossbeam's own loom and
 //! miri tests cover the `SegQueue` itself.
 
@@ -18,7 +18,7 @@ mod stand_in {
     use crate::sync::Mutex;
     use std::collections::VecDeque;
 
-    /// `SegQueue`'s `push`/`pop` over a loom mutex.
+    /// `SegQueue`'s `push`, `pop`, `len` and `is_empty` over a loom mutex.
     #[derive(Debug, Default)]
     pub(crate) struct Fifo<T>(Mutex<VecDeque<T>>);
 
@@ -33,6 +33,14 @@ mod stand_in {
 
         pub(crate) fn pop(&self) -> Option<T> {
             self.0.lock().pop_front()
+        }
+
+        pub(crate) fn len(&self) -> usize {
+            self.0.lock().len()
+        }
+
+        pub(crate) fn is_empty(&self) -> bool {
+            self.0.lock().is_empty()
         }
     }
 }

@@ -47,7 +47,6 @@ impl<T: Clone + Eq + Hash + Send + 'static> Future for GetAsync<'_, T> {
                     self.id = Some(id);
                     return Poll::Pending;
                 }
-                TaskPark::Yield => return Poll::Pending,
             }
         }
     }

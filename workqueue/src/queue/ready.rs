@@ -1,48 +1,41 @@
-//! The ready queue: the FIFO of items ready to be handed out, one atomic word that counts them,
-//! and the workers (threads and tasks) that sleep until there is one.
-//!
-//! # The word
-//! One `AtomicU64` holds the ready count (low 40 bits), the number of registered sleepers (next 23
-//! bits) and the closed flag (top bit). Keeping them in one word is what makes the hand-off
-//! race-free without a lock: a producer's increment of the count returns, in the same atomic step,
-//! whether anyone was registered asleep before it, and a worker registers as a sleeper only with a
-//! compare-and-swap that also proves the count is still zero. Whichever comes first in the word's
-//! modification order, the other sees it: either the producer learns of the sleeper and wakes it,
-//! or the worker sees the item and does not sleep.
+//! The ready queue: the FIFO of items ready to be handed out, and the workers (threads and
+//! tasks) that sleep until there is one.
 //!
 //! # The protocol
-//! - A producer pushes the item to the FIFO *then* increments the count, so a claimed count always
-//!   has an item behind it.
-//! - A worker claims by decrementing a non-zero count, then pops (the pop cannot miss: every claim
-//!   is backed by a completed push).
-//! - A worker that found nothing spins briefly (in `Queue::get`), then registers as a sleeper under
-//!   the parking mutex and waits on the condition variable. Sleeper registrations and wake-ups
-//!   happen only under that mutex, so the count of sleepers in the word always equals the threads
-//!   plus tasks registered in [`Park`].
-//! - A producer whose increment saw a sleeper takes the parking mutex and wakes exactly one: it
-//!   removes the sleeper from the count and gives a thread a token (or wakes a task). Producers
-//!   that see no sleeper never touch the mutex: a busy queue hands off without syscalls.
-//! - Closing sets the flag with the same kind of atomic step and wakes every sleeper; a worker
-//!   returns `None` only when it sees the flag and a zero count in one load.
+//! - A producer pushes the item to the lock-free FIFO, then (after a `SeqCst` fence) reads the
+//!   state word: the number of registered sleepers and the closed flag. A busy queue's producers
+//!   only read that word, which workers write only when they go to sleep, so the hand-off itself
+//!   touches no lock and no counter shared with the workers beyond the FIFO's own indices.
+//! - A worker pops from the FIFO. One that found nothing spins briefly (in `Queue::get`), then
+//!   registers as a sleeper under the parking mutex (an atomic add to the state word), fences, and
+//!   looks at the FIFO once more before it waits on the condition variable. The two fences make
+//!   the race symmetric (Dekker's pattern): either the producer sees the sleeper, or the worker
+//!   sees the item and does not sleep.
+//! - Sleeper registrations and wake-ups happen only under the parking mutex, so the count of
+//!   sleepers in the word always equals the threads plus tasks registered in [`Park`]. A producer
+//!   that saw a sleeper takes the mutex and wakes exactly one: it takes the sleeper off the count
+//!   and gives a thread a token (or wakes a task).
+//! - Closing sets the flag in the word and wakes every sleeper. The queue closes only after every
+//!   accepted add has pushed (see `shared.rs`), so a worker that sees the flag and then an empty
+//!   FIFO knows nothing more is coming.
+//!
+//! Under loom the FIFO is a `Mutex<VecDeque>` stand-in (see `fifo.rs`), whose lock orders the two
+//! sides by itself; the models check the parking protocol and the slots around it, not the fences
+//! against `SegQueue`'s own atomics.
 
 use super::fifo::Fifo;
 use super::waiters::Waiters;
-use crate::sync::atomic::{AtomicU64, Ordering};
+use crate::sync::atomic::{fence, AtomicU64, Ordering};
 use crate::sync::{wait_timeout, Condvar, Mutex, MutexGuard};
 use crossbeam_utils::CachePadded;
 use std::task::Waker;
 
-const LEN_MASK: u64 = (1 << 40) - 1;
-const SLEEPER: u64 = 1 << 40;
-const SLEEPER_MASK: u64 = ((1 << 23) - 1) << 40;
+const SLEEPER: u64 = 1;
+const SLEEPER_MASK: u64 = (1 << 32) - 1;
 const CLOSED: u64 = 1 << 63;
 
-fn len_of(word: u64) -> u64 {
-    word & LEN_MASK
-}
-
 fn sleepers_of(word: u64) -> u64 {
-    (word & SLEEPER_MASK) >> 40
+    word & SLEEPER_MASK
 }
 
 /// Who sleeps, under the parking mutex.
@@ -65,13 +58,12 @@ pub(crate) enum TaskPark {
     Closed,
     /// Parked under this id.
     Parked(u64),
-    /// Too many sleepers to count one more: the task was woken to poll again soon.
-    Yield,
 }
 
 /// The ready queue. See the module docs for the protocol.
 #[derive(Debug)]
 pub(crate) struct Ready<T> {
+    /// Sleepers and the closed flag.
     word: CachePadded<AtomicU64>,
     fifo: Fifo<T>,
     park: Mutex<Park>,
@@ -99,84 +91,79 @@ impl<T> Ready<T> {
     /// is still handed out after its `done`).
     pub(crate) fn push(&self, item: T) -> bool {
         self.fifo.push(item);
-        let before = self.word.fetch_add(1, Ordering::AcqRel);
-        sleepers_of(before) != 0
+        fence(Ordering::SeqCst);
+        sleepers_of(self.word.load(Ordering::SeqCst)) != 0
     }
 
     /// Items ready to be handed out.
     pub(crate) fn len(&self) -> usize {
-        len_of(self.word.load(Ordering::Acquire)) as usize
+        self.fifo.len()
     }
 
-    /// Whether [`close`](Ready::close) ran and nothing is ready (a worker's cue to stop).
+    /// Whether no item is ready.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.fifo.is_empty()
+    }
+
+    fn is_closed(&self) -> bool {
+        self.word.load(Ordering::Acquire) & CLOSED != 0
+    }
+
+    /// Whether [`close`](Ready::close) ran and nothing is ready (a worker's cue to stop). The flag
+    /// is read first: every accepted push came before it.
     pub(crate) fn is_closed_and_empty(&self) -> bool {
-        let w = self.word.load(Ordering::Acquire);
-        w & CLOSED != 0 && len_of(w) == 0
+        self.is_closed() && self.fifo.is_empty()
     }
 
     /// Whether an item is ready or the queue is closed (what a spinning worker waits for).
     pub(crate) fn has_news(&self) -> bool {
-        let w = self.word.load(Ordering::Acquire);
-        w & CLOSED != 0 || len_of(w) != 0
+        !self.fifo.is_empty() || self.is_closed()
     }
 
-    /// Claims one ready item: `true` if the count was above zero; the caller must then
-    /// [`pop_claimed`](Ready::pop_claimed).
-    pub(crate) fn try_claim(&self) -> bool {
+    /// Takes the oldest ready item, if any.
+    pub(crate) fn pop(&self) -> Option<T> {
+        self.fifo.pop()
+    }
+
+    /// Registers one sleeper (under the parking mutex) unless the queue is closed, then looks at
+    /// the FIFO again. `Some(true)`: registered and still empty; `Some(false)`: an item arrived
+    /// (not registered); `None`: closed.
+    fn register(&self, _g: &MutexGuard<'_, Park>) -> Option<bool> {
         let mut w = self.word.load(Ordering::Acquire);
         loop {
-            if len_of(w) == 0 {
-                return false;
+            if w & CLOSED != 0 {
+                return None;
             }
-            match self
-                .word
-                .compare_exchange_weak(w, w - 1, Ordering::AcqRel, Ordering::Acquire)
-            {
-                Ok(_) => return true,
+            if w & SLEEPER_MASK == SLEEPER_MASK {
+                // Four billion sleepers: do not overflow the field, just look again soon.
+                return Some(false);
+            }
+            match self.word.compare_exchange_weak(
+                w,
+                w + SLEEPER,
+                Ordering::SeqCst,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => break,
                 Err(now) => w = now,
             }
         }
-    }
-
-    /// Pops the item a successful [`try_claim`](Ready::try_claim) reserved. Its push completed
-    /// before the count it claimed was published, so the pop finds an item at once; the loop is
-    /// only a guard.
-    pub(crate) fn pop_claimed(&self) -> T {
-        loop {
-            if let Some(item) = self.fifo.pop() {
-                return item;
-            }
-            crate::sync::thread::yield_now();
+        fence(Ordering::SeqCst);
+        if self.fifo.is_empty() {
+            return Some(true);
         }
+        self.word.fetch_sub(SLEEPER, Ordering::AcqRel);
+        Some(false)
     }
 
     /// Blocks the calling thread until it is woken (an item may be ready) or the queue is closed
     /// and empty. Returns `false` in the second case.
     pub(crate) fn sleep(&self) -> bool {
         let mut g = self.park.lock();
-        let mut w = self.word.load(Ordering::Acquire);
-        loop {
-            if len_of(w) != 0 {
-                return true;
-            }
-            if w & CLOSED != 0 {
-                return false;
-            }
-            if w & SLEEPER_MASK == SLEEPER_MASK {
-                // 8 million sleepers: do not overflow the field, just look again soon.
-                drop(g);
-                crate::sync::thread::yield_now();
-                return true;
-            }
-            match self.word.compare_exchange_weak(
-                w,
-                w + SLEEPER,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => break,
-                Err(now) => w = now,
-            }
+        match self.register(&g) {
+            None => return !self.fifo.is_empty(),
+            Some(false) => return true,
+            Some(true) => {}
         }
         g.threads += 1;
         loop {
@@ -189,36 +176,19 @@ impl<T> Ready<T> {
     }
 
     /// Parks a task (or refreshes the waker of the one parked as `id`), unless an item is ready
-    /// or the queue is closed and empty.
+    /// or the queue is closed.
     pub(crate) fn park_task(&self, id: Option<u64>, waker: &Waker) -> TaskPark {
         let mut g = self.park.lock();
-        let mut w = self.word.load(Ordering::Acquire);
-        loop {
-            if len_of(w) != 0 {
-                return TaskPark::Retry;
+        if let Some(id) = id {
+            if g.tasks.refresh(id, waker) {
+                // Still counted as a sleeper: the next push wakes it.
+                return TaskPark::Parked(id);
             }
-            if w & CLOSED != 0 {
-                return TaskPark::Closed;
-            }
-            if let Some(id) = id {
-                if g.tasks.refresh(id, waker) {
-                    return TaskPark::Parked(id);
-                }
-            }
-            if w & SLEEPER_MASK == SLEEPER_MASK {
-                drop(g);
-                waker.wake_by_ref();
-                return TaskPark::Yield;
-            }
-            match self.word.compare_exchange_weak(
-                w,
-                w + SLEEPER,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => return TaskPark::Parked(g.tasks.park(waker)),
-                Err(now) => w = now,
-            }
+        }
+        match self.register(&g) {
+            None => TaskPark::Closed,
+            Some(false) => TaskPark::Retry,
+            Some(true) => TaskPark::Parked(g.tasks.park(waker)),
         }
     }
 
@@ -230,7 +200,7 @@ impl<T> Ready<T> {
             self.word.fetch_sub(SLEEPER, Ordering::AcqRel);
             return;
         }
-        if pass_on && self.len() > 0 {
+        if pass_on && !self.fifo.is_empty() {
             self.wake_locked(g);
         }
     }
@@ -259,13 +229,13 @@ impl<T> Ready<T> {
     }
 
     /// Closes the queue for good: [`is_closed_and_empty`](Ready::is_closed_and_empty) turns true
-    /// once the count is zero, and every sleeper wakes. Idempotent.
+    /// once the FIFO is empty, and every sleeper wakes. Idempotent.
     pub(crate) fn close(&self) {
         let mut g = self.park.lock();
         let sleepers = (g.threads + g.tasks.len()) as u64;
         let mut w = self.word.load(Ordering::Acquire);
         loop {
-            let new = (w | CLOSED) - sleepers * SLEEPER;
+            let new = (w | CLOSED) - sleepers;
             match self
                 .word
                 .compare_exchange_weak(w, new, Ordering::AcqRel, Ordering::Acquire)
@@ -286,9 +256,9 @@ impl<T> Ready<T> {
 
     /// Waits on the drain condition variable until `done()` says so; `done` is evaluated under
     /// the parking mutex, which [`notify_drained`](Ready::notify_drained) also takes.
-    pub(crate) fn wait_drained(&self, mut done: impl FnMut(usize) -> bool) {
+    pub(crate) fn wait_drained(&self, mut done: impl FnMut() -> bool) {
         let mut g = self.park.lock();
-        while !done(self.len()) {
+        while !done() {
             wait_timeout(&self.drained, &mut g, None);
         }
     }

@@ -7,15 +7,15 @@
 //! # Shutdown
 //! `shut_down` sets `closing`, then locks every shard once. An add that saw `closing` unset did
 //! its whole transition, ready push included, under its shard lock, so once the sweep has passed
-//! every shard, every accepted add is in the ready count; only then is the ready queue closed (a
-//! worker returns `None` when it sees "closed" and a zero count). The sweep also drops the items
+//! every shard, every accepted add is in the ready FIFO; only then is the ready queue closed (a
+//! worker returns `None` when it sees "closed", then an empty FIFO). The sweep also drops the items
 //! waiting for a delay.
 //!
 //! # In flight and drain
 //! `in_flight` counts items handed out and not done, plus a `DRAINING` flag bit. A worker counts
-//! itself in flight *before* it claims a ready item and a `done` that requeues pushes *before* it
+//! itself in flight *before* it pops a ready item and a `done` that requeues pushes *before* it
 //! counts itself out, so "nothing ready and nothing in flight" is never seen while an item is on
-//! its way between the two. The `done` (or failed claim) that brings the count to zero while the
+//! its way between the two. The `done` (or failed pop) that brings the count to zero while the
 //! flag is set wakes the drain.
 
 use super::ready::Ready;
@@ -208,15 +208,15 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
 
     /// Takes a ready item if there is one, and marks it in flight.
     pub(crate) fn try_take(&self) -> Option<T> {
-        if self.ready.len() == 0 {
+        if self.ready.is_empty() {
             return None;
         }
+        // Counted in flight before the pop, so a drain never sees the item in neither place.
         self.in_flight.fetch_add(1, Ordering::AcqRel);
-        if !self.ready.try_claim() {
+        let Some(item) = self.ready.pop() else {
             self.flight_ended();
             return None;
-        }
-        let item = self.ready.pop_claimed();
+        };
         let now = self.metrics_now();
         let since = {
             let mut shard = self.slots.lock(&item);
@@ -408,9 +408,15 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
     }
 
     /// Waits until a drain is complete (nothing ready, nothing in flight) or no longer wanted.
+    ///
+    /// "Nothing ready" is read before and after "nothing in flight": a worker counts itself in
+    /// flight before it pops, and a `done` that requeues pushes before it counts itself out, so
+    /// an item moving between the two is seen in one of the three reads.
     pub(crate) fn wait_drained(&self) {
-        self.ready
-            .wait_drained(|ready| !self.is_draining() || (ready == 0 && self.in_flight() == 0));
+        self.ready.wait_drained(|| {
+            !self.is_draining()
+                || (self.ready.is_empty() && self.in_flight() == 0 && self.ready.is_empty())
+        });
     }
 }
 
