@@ -2,7 +2,7 @@
 //!
 //! Normally this is `crossbeam_queue::SegQueue`: producers and workers never take a lock on it
 //! (its head and tail sit on separate cache lines). loom cannot look inside crossbeam's atomics, so
-//! under `--cfg kcache_loom` it is a `Mutex<VecDeque>` with the same two operations. The loom models
+//! under `--cfg kcache_loom` it is a `Mutex<VecDeque>` with the same operations. The loom models
 //! therefore check the hand-off protocol around the FIFO (the parking of workers, the state word,
 //! the per-key slots), over a FIFO that is linearizable by construction; crossbeam's own loom and
 //! miri tests cover the `SegQueue` itself.
