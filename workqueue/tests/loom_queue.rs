@@ -153,15 +153,16 @@ fn get_async_is_woken_by_an_add_from_another_thread() {
 
 // The hand-offs of the lock-free ready queue (see `queue/ready.rs`). Under loom the FIFO is a
 // `Mutex<VecDeque>` stand-in (crossbeam's `SegQueue` is not loom-aware), so these models check the
-// protocol around it: the ready count and sleeper count in one atomic word, the parking mutex and
+// protocol around it: the sleeper count and closed flag in one atomic word, the parking mutex and
 // its tokens, the shard locks, and the shutdown sweep.
 //
 // Each model below names its key line. Each was shown to catch its bug by breaking that line,
 // running the model at LOOM_MAX_PREEMPTIONS=2 (it failed as noted) and restoring it.
 
-/// Key line: `Ready::sleep` registers a sleeper with a compare-and-swap that also proves the ready
-/// count is zero. Registering with a plain `fetch_add` after the check deadlocks (the add's
-/// increment sees no sleeper, the worker sleeps with an item ready).
+/// Key line: `Ready::register` looks at the FIFO once more after counting itself a sleeper (the
+/// worker's half of the Dekker pair with `Ready::push`). Without that second look the model
+/// deadlocks: the push read "no sleeper" just before the worker registered, and the worker sleeps
+/// with an item ready.
 #[test]
 fn an_add_racing_a_blocking_get_wakes_it() {
     loom::model(|| {
@@ -209,8 +210,8 @@ fn an_add_racing_done_requeues_once_and_wakes_a_sleeping_worker() {
     });
 }
 
-/// Key line: `Ready::sleep` returns instead of registering when the word has the closed flag.
-/// Without that check a worker that arrives after `close` sleeps for ever (deadlock).
+/// Key line: `Ready::register` refuses to register when the word has the closed flag. Without
+/// that check a worker that arrives after `close` sleeps for ever (deadlock).
 #[test]
 fn shut_down_racing_a_worker_going_to_sleep_wakes_it() {
     loom::model(|| {
@@ -224,8 +225,8 @@ fn shut_down_racing_a_worker_going_to_sleep_wakes_it() {
     });
 }
 
-/// Key line: `Ready::park_task` returns `Closed` when the word has the closed flag. Without it a
-/// task polled after `close` parks for ever (deadlock).
+/// Key line: the same closed-flag check in `Ready::register`, reached through `park_task`.
+/// Without it a task polled after `close` parks for ever (deadlock).
 #[test]
 fn shut_down_racing_a_task_going_to_sleep_wakes_it() {
     loom::model(|| {
