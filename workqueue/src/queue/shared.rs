@@ -44,8 +44,8 @@ pub(crate) struct Shared<T> {
     closing: AtomicBool,
     /// Items handed out and not yet done, plus `DRAINING`.
     in_flight: CachePadded<AtomicUsize>,
-    /// Items waiting for a delay (slots in `Waiting`); changed under shard locks, except that the
-    /// timer subtracts a batch it fired once, after releasing them.
+    /// Items waiting for a delay (slots in `Waiting`); changed only under shard locks, so a worker
+    /// that got an item never sees it still counted as waiting.
     waiting: AtomicUsize,
     /// Serializes `shut_down` calls.
     life: Mutex<()>,
@@ -317,15 +317,13 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
                     })
                 {
                     *slot = Slot::Queued { since };
+                    self.waiting.fetch_sub(1, Ordering::AcqRel);
                     wake += usize::from(self.ready.push(e.item));
                     fired += 1;
                 }
             }
         }
         drop(schedule);
-        // One update for the batch (the counter is shared with delayed adds); until it lands the
-        // count is briefly high, never low.
-        self.waiting.fetch_sub(fired, Ordering::AcqRel);
         if let Some(m) = &self.metrics {
             for _ in 0..fired {
                 m.depth.inc();
