@@ -268,7 +268,7 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
     /// let err = fifo.replace_skipping_refused(listed, "7".into()).unwrap_err();
     /// assert!(matches!(err, DeltaFifoError::Refused { ref refused } if refused.len() == 1));
     /// assert_eq!(fifo.len(), 2);
-    /// let name = fifo.pop(|d, _| Ok::<_, std::io::Error>(d.newest().unwrap().object().unwrap().0))?;
+    /// let name = fifo.pop(|d, _| Ok::<_, std::io::Error>(d.newest().unwrap().object.object().unwrap().0))?;
     /// assert_eq!(name, "a");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
