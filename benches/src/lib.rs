@@ -18,6 +18,7 @@ pub mod floor;
 pub mod naive;
 pub mod objects;
 pub mod replay;
+pub mod report;
 pub mod rss;
 pub mod splitmix;
 pub mod stats;

@@ -2,6 +2,7 @@
 //! in a fresh child process, and prints one JSON line per run and one summary line per
 //! (workload, implementation). Run with `--help` for the usage.
 
+use kcache_benches::report;
 use kcache_benches::rss::{cpu_time_ms, peak_rss_mib};
 use kcache_benches::stats::median;
 use kcache_benches::workloads::{registry, select, Workload};
@@ -12,7 +13,7 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::Duration;
 
 const USAGE: &str = "\
-usage: workloads <workload|all> [--impl NAME] [--runs N] [--timeout SECS]
+usage: workloads <workload|all> [--impl NAME] [--runs N] [--timeout SECS] [--report FILE [--note TEXT]]
 
 Runs each (workload, impl, run) in a fresh child process of this binary, prints the child's JSON
 line {\"workload\",\"impl\",\"run\",...metrics...,\"peak_rss_mib\"}, then one summary line per
@@ -28,6 +29,10 @@ its check (wrong count or final state), crashed or timed out; 2 on a usage error
   --impl NAME     only this implementation (ratios need kcache in the same invocation)
   --runs N        runs per (workload, impl), default 5
   --timeout SECS  kill a run after this long, default 300
+  --report FILE   also write a Markdown report to FILE (BENCHMARKS.md) with an SVG bar chart per
+                  workload and one of kcache against client-go's recorded figures, in a folder
+                  beside it named after it (benchmarks/), stamped with the machine, date, command
+  --note TEXT     a paragraph for the report's header (repeatable)
 
 Implementations: kcache (kcache_workqueue), naive (client-go's design ported as is: Mutex<VecDeque> +
 HashSet dirty/processing + Condvar; waiting-loop thread fed by a bounded channel; Mutex<HashMap>
@@ -50,6 +55,8 @@ struct Options {
     only_impl: Option<String>,
     runs: u32,
     timeout: Duration,
+    report: Option<std::path::PathBuf>,
+    notes: Vec<String>,
 }
 
 fn main() -> ExitCode {
@@ -80,6 +87,7 @@ fn print_usage() {
 /// The options, or `None` for `--help`.
 fn parse(args: &[String]) -> Result<Option<Options>, String> {
     let (mut selector, mut only_impl, mut runs, mut timeout) = (None, None, 5, 300);
+    let (mut report, mut notes) = (None, Vec::new());
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let mut value = |flag: &str| it.next().cloned().ok_or(format!("{flag} needs a value"));
@@ -96,6 +104,8 @@ fn parse(args: &[String]) -> Result<Option<Options>, String> {
                     .parse()
                     .map_err(|e| format!("--timeout: {e}"))?;
             }
+            "--report" => report = Some(value("--report")?.into()),
+            "--note" => notes.push(value("--note")?),
             flag if flag.starts_with('-') => return Err(format!("unknown option {flag}")),
             name if selector.is_none() => selector = Some(name.to_string()),
             extra => return Err(format!("unexpected argument {extra}")),
@@ -119,6 +129,8 @@ fn parse(args: &[String]) -> Result<Option<Options>, String> {
         only_impl,
         runs,
         timeout: Duration::from_secs(timeout),
+        report,
+        notes,
     }))
 }
 
@@ -291,11 +303,66 @@ fn parent(opts: &Options) -> ExitCode {
             println!("{line}");
         }
     }
+    if let Some(path) = &opts.report {
+        if let Err(msg) = write_report(path, opts, &summaries, failed) {
+            eprintln!("workloads: writing the report: {msg}");
+            return ExitCode::FAILURE;
+        }
+    }
     if failed > 0 {
         eprintln!("workloads: {failed} run(s) failed");
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
+}
+
+/// Writes the Markdown report and its charts (see `kcache_benches::report`).
+fn write_report(
+    path: &std::path::Path,
+    opts: &Options,
+    summaries: &[Runs],
+    failed: usize,
+) -> Result<(), String> {
+    let rows: Vec<report::Summary> = summaries
+        .iter()
+        .filter(|s| !s.runs.is_empty())
+        .map(|s| report::Summary {
+            workload: s.workload.name.to_string(),
+            headline: s.workload.headline.to_string(),
+            imp: s.imp.to_string(),
+            runs: s.runs.len(),
+            medians: medians(s),
+        })
+        .collect();
+    // The command as a reader would type it again (arguments with spaces quoted).
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .map(|a| if a.contains(' ') { format!("'{a}'") } else { a })
+        .collect();
+    let profile = if cfg!(debug_assertions) {
+        ""
+    } else {
+        "--release "
+    };
+    let command = format!(
+        "cargo run {profile}-p kcache-benches --bin workloads -- {}",
+        args.join(" ")
+    );
+    let mut notes = opts.notes.clone();
+    if cfg!(debug_assertions) {
+        notes.push("**A debug build made these figures: they say nothing about speed.**".into());
+    }
+    let report = report::Report {
+        command: &command,
+        runs: opts.runs,
+        summaries: &rows,
+        failed,
+        notes: &notes,
+    };
+    for file in report::write(&report, path)? {
+        eprintln!("workloads: wrote {}", file.display());
+    }
+    Ok(())
 }
 
 /// The medians of `s`'s metrics (in the first run's order), plus the headline ratio to kcache.
