@@ -328,3 +328,98 @@ async fn without_resync_every_handler_receives_a_relists_unchanged_objects() {
     stop_tx.send(()).unwrap();
     let _ = tokio::time::timeout(WAIT, task).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_handler_is_isolated_and_goes_on() {
+    let (clock, source) = source();
+    let inf = informer_with(&clock, &source, InformerOptions::new());
+    let calls = Arc::new(tokio::sync::watch::Sender::new(Vec::<String>::new()));
+    let c = calls.clone();
+    let panicky = inf
+        .add_event_handler(HandlerFuncs::new().add_func(move |p: &Arc<Pod>, _| {
+            c.send_modify(|v| v.push(p.name.clone()));
+            assert!(p.name != "boom", "the handler panics on boom");
+        }))
+        .unwrap();
+    let rec = common::Recorder::new();
+    inf.add_event_handler(rec.clone()).unwrap();
+    let running = run(&inf);
+    synced(&inf).await;
+    for name in ["a", "boom", "b"] {
+        source.create(Pod::new(name, 1)).unwrap();
+    }
+    rec.wait_for(3).await;
+    let mut rx = calls.subscribe();
+    let r = tokio::time::timeout(WAIT, rx.wait_for(|v| v.len() == 3)).await;
+    assert!(
+        r.is_ok(),
+        "the panicking handler goes on: {:?}",
+        *calls.borrow()
+    );
+    assert_eq!(*calls.borrow(), ["a", "boom", "b"]);
+    assert!(!panicky.is_removed());
+    assert!(!inf.is_stopped());
+    running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blocked_coalescing_handler_holds_at_most_one_notification_per_key() {
+    use kcache_informer::{BufferMode, HandlerOptions};
+    let (clock, source) = source();
+    let inf = informer_with(&clock, &source, InformerOptions::new());
+    // The handler blocks in its first call until released.
+    let gate = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+    let seen = Arc::new(tokio::sync::watch::Sender::new(
+        std::collections::BTreeMap::<String, u32>::new(),
+    ));
+    let (g, s) = (gate.clone(), seen.clone());
+    let record = move |p: &Arc<Pod>| {
+        let (lock, cv) = &*g;
+        let mut open = lock.lock().unwrap();
+        while !*open {
+            open = cv.wait(open).unwrap();
+        }
+        s.send_modify(|m| {
+            m.insert(p.name.clone(), p.value);
+        });
+    };
+    let record2 = record.clone();
+    let reg = inf
+        .add_event_handler_with_options(
+            HandlerFuncs::new()
+                .add_func(move |p: &Arc<Pod>, _| record(p))
+                .update_func(move |_, p: &Arc<Pod>| record2(p)),
+            HandlerOptions::new().buffer_mode(BufferMode::Coalescing),
+        )
+        .unwrap();
+    let running = run(&inf);
+    synced(&inf).await;
+    let mut last = None;
+    for i in 0..300u32 {
+        let name = ["a", "b", "c"][(i % 3) as usize];
+        let w = if i < 3 {
+            source.create(Pod::new(name, i))
+        } else {
+            source.update(Pod::new(name, i))
+        };
+        last = Some(w.unwrap().resource_version());
+    }
+    applied(&inf, &last.unwrap()).await;
+    // One call in progress (blocked), at most one pending notification per key.
+    assert!(reg.pending() <= 3, "pending {}", reg.pending());
+    {
+        let (lock, cv) = &*gate;
+        *lock.lock().unwrap() = true;
+        cv.notify_all();
+    }
+    let want: std::collections::BTreeMap<String, u32> =
+        [("a".into(), 297), ("b".into(), 298), ("c".into(), 299)].into();
+    let mut rx = seen.subscribe();
+    let _ = tokio::time::timeout(WAIT, rx.wait_for(|m| *m == want)).await;
+    let got = seen.borrow().clone();
+    assert_eq!(
+        got, want,
+        "the handler ends with the latest state of every key"
+    );
+    running.stop().await;
+}
