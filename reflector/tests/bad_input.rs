@@ -101,6 +101,16 @@ async fn extreme_backoff_parameters_saturate_instead_of_panicking_on_a_failing_l
 }
 
 #[test]
+fn config_error_is_send_sync_static_and_says_what_is_wrong() {
+    fn assert_error<E: std::error::Error + Send + Sync + 'static>() {}
+    assert_error::<ConfigError>();
+    assert_eq!(
+        ConfigError::BackoffJitter(f64::NAN).to_string(),
+        "backoff jitter NaN is not a finite, non-negative number"
+    );
+}
+
+#[test]
 fn try_build_refuses_negative_nan_and_infinite_backoff_factor_and_jitter() {
     let d = BackoffConfig::default();
     for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -0.5] {
