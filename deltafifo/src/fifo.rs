@@ -155,7 +155,7 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
         M::key(obj)
     }
 
-    fn transform(&self, obj: Arc<T>) -> Result<Arc<T>, DeltaFifoError> {
+    pub(crate) fn transform(&self, obj: Arc<T>) -> Result<Arc<T>, DeltaFifoError> {
         match &self.transformer {
             Some(t) => t(obj).map_err(DeltaFifoError::Transform),
             None => Ok(obj),

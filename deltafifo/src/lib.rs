@@ -66,6 +66,7 @@
 mod core;
 mod delta;
 mod deltas;
+mod direct;
 mod error;
 mod fifo;
 mod inbox;
@@ -81,6 +82,7 @@ pub mod fuzz;
 
 pub use delta::{DeletedFinalStateUnknown, Delta, DeltaObject, DeltaType};
 pub use deltas::{Deltas, DeltasIntoIter};
+pub use direct::Written;
 pub use error::{BoxError, DeltaFifoError, PopError};
 pub use fifo::{DeltaFifo, Progress};
 pub use options::DeltaFifoOptions;

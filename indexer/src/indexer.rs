@@ -5,7 +5,9 @@ use crate::indexers::Indexers;
 use crate::sync::Arc;
 use crate::thread_safe_store::ThreadSafeStore;
 use kcache_core::ResourceVersion;
-use kcache_core::{KeyError, KnownObjects, Meta, ObjectAccessor, ObjectKey, ReflectorStore};
+use kcache_core::{
+    KeyError, KeyText, KnownObjects, Meta, ObjectAccessor, ObjectKey, ReflectorStore,
+};
 use std::any::TypeId;
 use std::fmt;
 use std::marker::PhantomData;
@@ -163,6 +165,43 @@ impl<T, M: Meta<T>> Indexer<T, M> {
     ) -> Result<Option<Arc<T>>, StoreError> {
         let rv = Self::recorded_rv(&obj);
         Ok(self.store.write(key, obj, rv, Some(TypeId::of::<M>()))?)
+    }
+
+    /// [`insert_with_key`](Self::insert_with_key) with the key as checked text (inline when
+    /// short): no key allocation when `key` is already stored, which is the common case of an
+    /// update. `key` must be the accessor's key of `obj`.
+    ///
+    /// # Errors
+    /// [`StoreError::IndexFunc`]; the store is unchanged.
+    ///
+    /// # Examples
+    /// ```
+    /// # use kcache_core::{KeyText, Object, ResourceVersion};
+    /// # use kcache_indexer::Indexer;
+    /// # use std::sync::Arc;
+    /// # struct Pod(&'static str, u32);
+    /// # impl Object for Pod {
+    /// #     fn namespace(&self) -> Option<&str> { Some("default") }
+    /// #     fn name(&self) -> &str { self.0 }
+    /// #     fn resource_version(&self) -> ResourceVersion { self.1.to_string().into() }
+    /// # }
+    /// let cache: Indexer<Pod> = Indexer::new();
+    /// let key = KeyText::new("default/web")?;
+    /// assert!(cache.insert_with_key_text(&key, Arc::new(Pod("web", 1)))?.is_none());
+    /// let old = cache.insert_with_key_text(&key, Arc::new(Pod("web", 2)))?;
+    /// assert_eq!(old.map(|p| p.1), Some(1));
+    /// assert_eq!(cache.get_by_key("default/web").map(|p| p.1), Some(2));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn insert_with_key_text(
+        &self,
+        key: &KeyText,
+        obj: Arc<T>,
+    ) -> Result<Option<Arc<T>>, StoreError> {
+        let rv = Self::recorded_rv(&obj);
+        Ok(self
+            .store
+            .write_str(key.as_str(), obj, rv, Some(TypeId::of::<M>()))?)
     }
 
     /// Removes the object stored under `obj`'s key, with the index entries of the *stored*

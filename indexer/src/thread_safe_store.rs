@@ -179,13 +179,25 @@ impl<T> ThreadSafeStore<T> {
         rv: Option<ResourceVersion>,
         accessor: Option<TypeId>,
     ) -> Result<Option<Arc<T>>, IndexFuncError> {
+        let old = self.write_str(key.as_str(), obj, rv, accessor);
+        drop(key); // the store keeps a copy of the text: the caller's key is freed unlocked
+        old
+    }
+
+    /// [`write`](Self::write) with the key as text.
+    pub(crate) fn write_str(
+        &self,
+        key: &str,
+        obj: Arc<T>,
+        rv: Option<ResourceVersion>,
+        accessor: Option<TypeId>,
+    ) -> Result<Option<Arc<T>>, IndexFuncError> {
         let mut guard = self.state.write();
-        let old = guard.write(key.as_str(), obj, accessor)?;
+        let old = guard.write(key, obj, accessor)?;
         if let Some(rv) = rv {
             guard.rv = rv;
         }
         drop(guard);
-        drop(key); // the store keeps a copy of the text: the caller's key is freed unlocked
         Ok(old)
     }
 

@@ -14,6 +14,7 @@ use crate::shared::Shared;
 use kcache_core::{KeyText, Meta};
 use kcache_deltafifo::{DeltaObject, DeltaType, Deltas};
 use kcache_indexer::StoreError;
+use std::sync::Arc;
 
 impl<T: Send + Sync + 'static, M: Meta<T>> Shared<T, M> {
     /// Applies `deltas` to the cache and distributes them (see the module documentation).
@@ -67,6 +68,44 @@ impl<T: Send + Sync + 'static, M: Meta<T>> Shared<T, M> {
                     tracing::warn!(informer = %self.name, key = %t.key, %delta_type, "tombstone in a non-delete delta ignored");
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// Applies a watch event's object that the FIFO handed over directly (it was caught up, see
+    /// `DeltaFifo::write_or_apply`), exactly as a popped `Added`/`Updated` delta for it would be:
+    /// cache first, then the handlers, under the dispatch lock. Declines (hands the object back,
+    /// so the FIFO queues it) until the informer has marked itself synced, and once stopped.
+    ///
+    /// A cache error is logged and the object dropped, as the pop loop does.
+    pub(crate) fn apply_direct(&self, key: &KeyText, obj: Arc<T>) -> Result<(), Arc<T>> {
+        let mut dispatch = self.processor.lock();
+        if !dispatch.synced || dispatch.stopped {
+            return Err(obj);
+        }
+        let start = self.metrics.latency.as_ref().map(|_| self.clock.now());
+        match self.indexer.insert_with_key_text(key, obj.clone()) {
+            Ok(Some(old)) => {
+                let is_sync = M::same_resource_version(&old, &obj);
+                let event = Event::Updated { old, new: obj };
+                dispatch.distribute(&Notification::new(key.clone(), event), is_sync);
+            }
+            Ok(None) => {
+                let event = Event::Added {
+                    obj,
+                    is_in_initial_list: false,
+                };
+                dispatch.distribute(&Notification::new(key.clone(), event), false);
+            }
+            Err(error) => tracing::error!(
+                informer = %self.name,
+                %error,
+                "cannot apply a change to the cache; the informer goes on"
+            ),
+        }
+        if let (Some(h), Some(start)) = (&self.metrics.latency, start) {
+            let took = self.clock.now().saturating_duration_since(start);
+            h.observe(took.as_secs_f64());
         }
         Ok(())
     }

@@ -10,7 +10,7 @@ use crate::options::{InformerOptions, ReflectorTuning};
 use crate::processor::Processor;
 use crate::reader::CacheReader;
 use crate::registration::{HandlerOptions, HandlerRegistration, HasSynced};
-use crate::shared::{Lifecycle, Shared};
+use crate::shared::{DirectSignal, Lifecycle, Shared};
 use crate::stream::EventStream;
 use crate::sync::Mutex;
 use futures::future::BoxFuture;
@@ -99,6 +99,7 @@ where
             received_rv: Mutex::new((0, ResourceVersion::default())),
             published_seq: Mutex::new(0),
             applied_rv: watch::Sender::new(ResourceVersion::default()),
+            direct: DirectSignal::default(),
         };
         Self {
             shared: Arc::new(shared),

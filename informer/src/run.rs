@@ -271,18 +271,24 @@ where
         result
     };
     loop {
-        let result = fifo
-            .pop_batch_async(POP_BATCH, |deltas, is_in_initial_list| {
-                if let Err(error) = apply(deltas, is_in_initial_list) {
-                    tracing::error!(
-                        informer = %shared.name,
-                        error = %ErrorChain(&error),
-                        "cannot apply a change to the cache; the informer goes on"
-                    );
-                }
-            })
-            .await;
-        // The batch's notifications go to the handlers' buffers together.
+        let popped = fifo.pop_batch_async(POP_BATCH, |deltas, is_in_initial_list| {
+            if let Err(error) = apply(deltas, is_in_initial_list) {
+                tracing::error!(
+                    informer = %shared.name,
+                    error = %ErrorChain(&error),
+                    "cannot apply a change to the cache; the informer goes on"
+                );
+            }
+        });
+        // Either a batch was popped, or the sink applied writes directly (the FIFO was caught
+        // up). Dropping the pop future unfinished takes nothing from the FIFO.
+        let result = match select(popped, pin!(shared.direct.raised())).await {
+            Either::Left((result, _)) => result,
+            Either::Right(((), _)) => Ok(0),
+        };
+        shared.direct.lower();
+        // The batch's (or the direct writes') notifications go to the handlers' buffers
+        // together.
         shared.processor.lock().flush();
         if let Err(PopError::Closed) = result {
             return;

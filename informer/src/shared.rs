@@ -2,11 +2,12 @@
 
 use crate::metrics::InformerMetrics;
 use crate::processor::Processor;
+use crate::sync::atomic::{AtomicBool, Ordering};
 use crate::sync::Mutex;
 use kcache_core::{Clock, ResourceVersion};
 use kcache_indexer::Indexer;
 use std::sync::Arc;
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 
 /// The informer's lifecycle, as waiters see it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -29,6 +30,36 @@ pub(crate) struct Shared<T, M> {
     pub(crate) published_seq: Mutex<u64>,
     /// The newest resource version all of whose events the cache has applied.
     pub(crate) applied_rv: watch::Sender<ResourceVersion>,
+    /// Raised when the sink applied a write directly: the pop loop has notifications to flush
+    /// and a version to publish.
+    pub(crate) direct: DirectSignal,
+}
+
+/// The sink's signal to the pop loop after a direct apply. Raising an already raised signal
+/// costs one atomic swap; the pop loop lowers it before it flushes.
+#[derive(Default)]
+pub(crate) struct DirectSignal {
+    raised: AtomicBool,
+    notify: Notify,
+}
+
+impl DirectSignal {
+    /// Raises the signal; wakes the pop loop if it was lowered.
+    pub(crate) fn signal(&self) {
+        if !self.raised.swap(true, Ordering::AcqRel) {
+            self.notify.notify_one();
+        }
+    }
+
+    /// Resolves once raised (at once if it was raised since the last [`lower`](Self::lower)).
+    pub(crate) async fn raised(&self) {
+        self.notify.notified().await;
+    }
+
+    /// Lowers the signal, before the pop loop looks at what it signals.
+    pub(crate) fn lower(&self) {
+        self.raised.store(false, Ordering::Release);
+    }
 }
 
 impl<T, M> Shared<T, M> {

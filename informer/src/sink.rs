@@ -3,7 +3,7 @@
 
 use crate::shared::Shared;
 use kcache_core::{Meta, ReflectorStore, ResourceVersion};
-use kcache_deltafifo::{DeltaFifo, DeltaFifoError};
+use kcache_deltafifo::{DeltaFifo, DeltaFifoError, Written};
 use std::sync::Arc;
 
 pub(crate) struct Sink<T, M: Meta<T>> {
@@ -37,21 +37,37 @@ impl<T, M: Meta<T>> Sink<T, M> {
     }
 }
 
-impl<T: Send + Sync, M: Meta<T>> ReflectorStore<T> for Sink<T, M> {
+impl<T: Send + Sync + 'static, M: Meta<T>> Sink<T, M> {
+    /// An add or an update: applied directly when the FIFO is caught up (nothing queued or
+    /// being processed, see `DeltaFifo::write_or_apply`), else queued for the pop loop.
+    fn write(&self, obj: Arc<T>, added: bool) -> Result<(), DeltaFifoError> {
+        let rv = M::resource_version(&obj);
+        let written = self
+            .fifo
+            .write_or_apply(obj, added, |key, obj| self.shared.apply_direct(key, obj))?;
+        match written {
+            Written::Queued => self.queued(rv),
+            Written::Applied => {
+                // The cache has it and the handlers' notifications are staged: the pop loop
+                // flushes them and publishes the version (it runs as soon as the reflector
+                // yields, at the latest after a streak of events).
+                self.shared.received(rv);
+                self.shared.direct.signal();
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<T: Send + Sync + 'static, M: Meta<T>> ReflectorStore<T> for Sink<T, M> {
     type Error = DeltaFifoError;
 
     fn add(&self, obj: Arc<T>) -> Result<(), DeltaFifoError> {
-        let rv = M::resource_version(&obj);
-        self.fifo.add(obj)?;
-        self.queued(rv);
-        Ok(())
+        self.write(obj, true)
     }
 
     fn update(&self, obj: Arc<T>) -> Result<(), DeltaFifoError> {
-        let rv = M::resource_version(&obj);
-        self.fifo.update(obj)?;
-        self.queued(rv);
-        Ok(())
+        self.write(obj, false)
     }
 
     fn delete(&self, obj: Arc<T>) -> Result<(), DeltaFifoError> {
