@@ -10,10 +10,12 @@
 //! without resync, as in client-go), then those whose resync was due at the last check.
 
 use crate::event::{DeletedObject, Event, Notification};
+use crate::listener::panic_message;
 use crate::shared::Shared;
 use kcache_core::{KeyText, Meta};
 use kcache_deltafifo::{DeltaObject, DeltaType, Deltas};
 use kcache_indexer::StoreError;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 impl<T: Send + Sync + 'static, M: Meta<T>> Shared<T, M> {
@@ -84,7 +86,23 @@ impl<T: Send + Sync + 'static, M: Meta<T>> Shared<T, M> {
             return Err(obj);
         }
         let start = self.metrics.latency.as_ref().map(|_| self.clock.now());
-        match self.indexer.insert_with_key_text(key, obj.clone()) {
+        // An index function that panics refuses the change, as in the pop loop: indexes run
+        // before any write, so the cache is left as it was.
+        let written = catch_unwind(AssertUnwindSafe(|| {
+            self.indexer.insert_with_key_text(key, obj.clone())
+        }));
+        let written = match written {
+            Ok(written) => written,
+            Err(payload) => {
+                tracing::error!(
+                    informer = %self.name,
+                    panic = %panic_message(&*payload),
+                    "applying a change to the cache panicked (an index function?); the change is refused, the informer goes on"
+                );
+                return Ok(());
+            }
+        };
+        match written {
             Ok(Some(old)) => {
                 let is_sync = M::same_resource_version(&old, &obj);
                 let event = Event::Updated { old, new: obj };
