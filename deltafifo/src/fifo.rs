@@ -66,6 +66,9 @@ impl<T> State<T> {
 ///   out when they are missing from the list (unless that state was a deletion).
 /// - `has_synced` turns true only after the last initial key was *processed* (client-go flips it
 ///   just before). A process-function error still counts as processed.
+/// - [`write_or_apply`](Self::write_or_apply) lets a consumer that keeps up take an add or an
+///   update directly, without a queue round trip, when nothing is pending (client-go's newer
+///   `RealFIFO` direction); the order of changes is the same as through the queue.
 /// - A failing key accessor or transformer refuses the whole operation (a whole `replace`
 ///   included) and leaves the FIFO unchanged; except through
 ///   [`replace_skipping_refused`](Self::replace_skipping_refused) (what a reflector calls), which

@@ -8,6 +8,11 @@
 //! dispatch lock. An update whose resource version did not change only reaches the handlers
 //! flagged as syncing: all of them until the first resync check (and forever in an informer
 //! without resync, as in client-go), then those whose resync was due at the last check.
+//!
+//! A watch add or update that arrives while the FIFO is caught up (nothing queued or being
+//! processed, the informer synced) skips the queue: the sink hands it to `apply_direct`, which
+//! applies it by the same rules. Deletes, lists and resyncs always go through the FIFO
+//! (tombstones, dropped deletes of unseen keys, `Sync` only for keys with nothing pending).
 
 use crate::event::{DeletedObject, Event, Notification};
 use crate::listener::panic_message;
