@@ -8,11 +8,14 @@
 //!
 //! # Why our own shards and not `dashmap`
 //! The per-item transitions need exactly "lock the item's shard, look at and change its slot, push
-//! to the ready FIFO, unlock": a `Mutex<HashMap>` per shard is that and nothing more. `dashmap`
-//! (the design card's choice) would do the same with its `RwLock` shards, but its locks are its own
-//! atomics, invisible to loom; these go through the crate's sync shim, so the loom models explore
-//! the real map code. The same comparison for the failure counts (`rate_limiter/failures.rs`)
-//! measured the two within noise of each other on this kind of machine.
+//! to the ready FIFO, unlock": a `Mutex<HashMap>` per shard is that and nothing more, and the push
+//! must happen under the same lock as the slot change (see `shared.rs`, shutdown), which `dashmap`'s
+//! entry guards would also allow. What decides it is the model checker: `dashmap`'s `RwLock`
+//! shards are its own atomics, invisible to loom, while these locks go through the crate's sync
+//! shim, so the loom models explore the real map code (with a fixed shard picker under loom, so
+//! every execution takes the same locks). The two were not timed against each other for this map;
+//! the same comparison for the failure counts (`rate_limiter/failures.rs`) put them within noise
+//! of each other on this kind of machine.
 
 use crate::sync::{Mutex, MutexGuard};
 use crossbeam_utils::CachePadded;
