@@ -11,6 +11,7 @@ use crate::processor::Processor;
 use crate::reader::CacheReader;
 use crate::registration::{HandlerOptions, HandlerRegistration, HasSynced};
 use crate::shared::{DirectSignal, Lifecycle, Shared};
+use crate::stop::StopHandle;
 use crate::stream::EventStream;
 use crate::sync::Mutex;
 use futures::future::BoxFuture;
@@ -100,6 +101,7 @@ where
             published_seq: Mutex::new(0),
             applied_rv: watch::Sender::new(ResourceVersion::default()),
             direct: DirectSignal::default(),
+            stop_requested: StopHandle::new(),
         };
         Self {
             shared: Arc::new(shared),
@@ -308,6 +310,12 @@ where
     /// How many handlers (and event streams) are registered.
     pub fn handler_count(&self) -> usize {
         self.shared.processor.lock().len()
+    }
+
+    /// A handle that stops this informer's [`run`](Self::run) from anywhere (client-go's stop
+    /// channel), also before `run` is called; see [`StopHandle`].
+    pub fn stop_handle(&self) -> StopHandle {
+        self.shared.stop_requested.clone()
     }
 
     /// Whether `run` has returned.

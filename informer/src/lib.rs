@@ -132,6 +132,8 @@ mod run;
 mod shared;
 #[cfg(not(kcache_loom))]
 mod sink;
+#[cfg(not(kcache_loom))]
+mod stop;
 mod stream;
 mod sync;
 
@@ -160,6 +162,8 @@ pub use options::InformerOptions;
 #[cfg(not(kcache_loom))]
 pub use reader::CacheReader;
 pub use registration::{wait_for_cache_sync, HandlerOptions, HandlerRegistration, HasSynced};
+#[cfg(not(kcache_loom))]
+pub use stop::StopHandle;
 pub use stream::EventStream;
 
 /// This crate's README.md, compiled as doctests.

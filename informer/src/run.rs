@@ -1,7 +1,7 @@
 //! Running the informer: the reflector, the pop loop, the stop; and read-your-writes waits.
 
 use crate::error::{InformerError, ResourceVersionError};
-use crate::informer::SharedIndexInformer;
+use crate::informer::{Setup, SharedIndexInformer};
 use crate::listener::panic_message;
 use crate::shared::Shared;
 use crate::sink::Sink;
@@ -16,6 +16,7 @@ use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::pin;
 use std::sync::Arc;
+use std::time::Duration;
 use tracing::Instrument;
 
 impl<T, L, M> SharedIndexInformer<T, L, M>
@@ -24,7 +25,8 @@ where
     L: ListWatcher<T>,
     M: Meta<T>,
 {
-    /// Runs the informer until `stop` completes (client-go's `Run`): lists and watches the
+    /// Runs the informer until `stop` completes or its [`StopHandle`](crate::StopHandle) is
+    /// used (client-go's `Run`; [`stop_handle`](Self::stop_handle)): lists and watches the
     /// source, applies every change to the cache, notifies the handlers. On return the informer
     /// is stopped for good: handlers' buffers are closed (undelivered notifications are dropped,
     /// as in client-go; calls in progress finish), no handler or index can be added.
@@ -37,6 +39,10 @@ where
     /// are released (`wait_for_cache_sync` gives `false`, `wait_for_resource_version` an error),
     /// handlers and indexes are refused.
     ///
+    /// The informer counts as started from the call, not from the first poll of the future:
+    /// a second `run`, [`set_transform`](Self::set_transform) and
+    /// [`set_watch_error_handler`](Self::set_watch_error_handler) are refused from then on.
+    ///
     /// # Errors
     /// [`InformerError::AlreadyStarted`] if `run` was called before;
     /// [`InformerError::Config`] if the reflector settings of the
@@ -46,19 +52,31 @@ where
     ///
     /// # Cancel safety
     /// Dropping the future stops the source and the pop loop, and the informer, for good.
-    pub async fn run(&self, stop: impl Future<Output = ()> + Send) -> Result<(), InformerError> {
-        let shared = self.shared.clone();
+    pub fn run<'a>(
+        &'a self,
+        stop: impl Future<Output = ()> + Send + 'a,
+    ) -> impl Future<Output = Result<(), InformerError>> + 'a {
+        // Claimed at the call, so "already started" does not wait for a poll.
+        let claimed = self.claim();
+        async move {
+            let (check_period, setup, stopper) = claimed?;
+            self.run_claimed(check_period, setup, stopper, stop).await
+        }
+    }
+
+    /// Marks the informer started and takes what `run` needs; from here on, however the run
+    /// ends (even by dropping its future unpolled), the informer ends stopped.
+    fn claim(&self) -> Result<Claimed<T, L, M>, InformerError> {
         let check_period = {
-            let mut dispatch = shared.processor.lock();
+            let mut dispatch = self.shared.processor.lock();
             if dispatch.started || dispatch.stopped {
                 return Err(InformerError::AlreadyStarted);
             }
             dispatch.started = true;
             dispatch.check_period
         };
-        // From here on, however `run` ends, the informer ends stopped.
-        let mut stopper = StopOnExit {
-            shared: shared.clone(),
+        let stopper = StopOnExit {
+            shared: self.shared.clone(),
             fifo: None,
         };
         let setup = self
@@ -66,6 +84,21 @@ where
             .lock()
             .take()
             .ok_or(InformerError::AlreadyStarted)?;
+        Ok((check_period, setup, stopper))
+    }
+
+    async fn run_claimed(
+        &self,
+        check_period: Duration,
+        setup: Setup<T, L::Error>,
+        mut stopper: StopOnExit<T, M>,
+        stop: impl Future<Output = ()> + Send,
+    ) -> Result<(), InformerError> {
+        let shared = self.shared.clone();
+        let requested = shared.stop_requested.requested();
+        let stop = async move {
+            select(pin!(stop), pin!(requested)).await;
+        };
 
         let known: Arc<dyn KnownObjects<T>> = shared.indexer.clone();
         let mut options = DeltaFifoOptions::new()
@@ -230,6 +263,14 @@ fn decimal(s: &str) -> Option<&str> {
 fn cmp_decimal(a: &str, b: &str) -> Ordering {
     a.len().cmp(&b.len()).then_with(|| a.cmp(b))
 }
+
+/// What [`SharedIndexInformer::claim`] takes for the run: the resync check period, the setup,
+/// and the guard that leaves the informer stopped however the run ends.
+type Claimed<T, L, M> = (
+    Duration,
+    Setup<T, <L as ListWatcher<T>>::Error>,
+    StopOnExit<T, M>,
+);
 
 /// Keys the pop loop takes from the FIFO per lock at most.
 const POP_BATCH: usize = 64;

@@ -2,6 +2,7 @@
 
 use crate::metrics::InformerMetrics;
 use crate::processor::Processor;
+use crate::stop::StopHandle;
 use crate::sync::atomic::{AtomicBool, Ordering};
 use crate::sync::Mutex;
 use kcache_core::{Clock, ResourceVersion};
@@ -33,6 +34,8 @@ pub(crate) struct Shared<T, M> {
     /// Raised when the sink applied a write directly: the pop loop has notifications to flush
     /// and a version to publish.
     pub(crate) direct: DirectSignal,
+    /// Set by the informer's [`StopHandle`]s.
+    pub(crate) stop_requested: StopHandle,
 }
 
 /// The sink's signal to the pop loop after a direct apply. Raising an already raised signal
