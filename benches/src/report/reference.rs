@@ -24,8 +24,8 @@ pub fn higher_is_better(metric: &str) -> bool {
     metric.ends_with("per_s")
 }
 
-/// A one-line description of this machine: CPU model, cores, memory, OS (Linux `/proc` and
-/// `/etc/os-release`; what cannot be read is left out).
+/// A one-line description of this machine: CPU model, cores, memory, OS and its recent load (Linux
+/// `/proc` and `/etc/os-release`; what cannot be read is left out).
 pub fn machine() -> String {
     let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
     let field = |text: &str, key: &str| {
@@ -48,6 +48,12 @@ pub fn machine() -> String {
     }
     if let Some(os) = field(&read("/etc/os-release"), "PRETTY_NAME") {
         parts.push(os);
+    }
+    // A busy machine explains noisy figures: say how busy it was.
+    if let Some(load) = read("/proc/loadavg").split_whitespace().nth(1) {
+        parts.push(format!(
+            "load average {load} over the last 5 minutes when the report was written"
+        ));
     }
     if parts.is_empty() {
         "unknown machine".into()
