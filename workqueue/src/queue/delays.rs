@@ -1,13 +1,17 @@
-//! The delay schedule: entries ordered by deadline, with an O(1) lane for the common case of
-//! deadlines that arrive in order (the same retry delay added over time).
+//! The delay schedule: entries ordered by deadline, then by entry number (the order in which
+//! they were scheduled).
 //!
-//! Entries are ordered by deadline, then by entry number (the order in which they were scheduled).
-//! Entries that are not before the last one in the lane are appended to the lane (a `VecDeque`
-//! sorted by construction); others go to a binary heap. The earliest entry is the smaller of the
-//! two fronts. A workload whose deadlines only grow never touches the heap.
+//! Entries go into buckets of 2^16 ns (about 66 µs) of deadline, kept in a `BTreeMap` by bucket
+//! number; a bucket is a plain `Vec`, sorted only when its earliest entry is asked for (then
+//! descending, so the earliest is popped from the back). A push is a B-tree lookup among the few
+//! hundred buckets that a spread of deadlines occupies plus a `Vec` push; firing walks contiguous
+//! memory. A binary heap over all entries, which this replaced, spent most of the timer thread's
+//! time in cache misses: each pop sifts through log2(n) levels of a heap megabytes large (q3:
+//! 100,000 random deadlines within 50 ms, about 600 ns per pop on this machine, slower than the
+//! deadlines came due).
 
-use std::cmp::{Ordering, Reverse};
-use std::collections::{BinaryHeap, VecDeque};
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 /// One scheduled item. Entries may be stale; the state machine checks them against the item's slot.
@@ -43,58 +47,86 @@ impl<T> Ord for Entry<T> {
     }
 }
 
+/// log2 of a bucket's width in nanoseconds.
+const BUCKET_SHIFT: u32 = 16;
+
+/// The entries of one bucket; `sorted` when they are in descending order.
+#[derive(Debug)]
+struct Bucket<T> {
+    entries: Vec<Entry<T>>,
+    sorted: bool,
+}
+
 /// Scheduled entries, earliest first (equal deadlines by entry number).
 #[derive(Debug)]
 pub(crate) struct Delays<T> {
-    lane: VecDeque<Entry<T>>,
-    heap: BinaryHeap<Reverse<Entry<T>>>,
+    buckets: BTreeMap<u64, Bucket<T>>,
+    /// Deadlines are bucketed by their distance from here (earlier ones share bucket 0, whose
+    /// entries are still sorted among themselves).
+    base: Instant,
 }
 
 impl<T> Delays<T> {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(base: Instant) -> Self {
         Self {
-            lane: VecDeque::new(),
-            heap: BinaryHeap::new(),
+            buckets: BTreeMap::new(),
+            base,
         }
     }
 
-    /// Adds `entry`; `true` if it is now the earliest entry.
-    pub(crate) fn push(&mut self, entry: Entry<T>) -> bool {
-        let earliest = self.peek().is_none_or(|e| entry < *e);
-        if self.lane.back().is_none_or(|last| entry >= *last) {
-            self.lane.push_back(entry);
-        } else {
-            self.heap.push(Reverse(entry));
+    fn bucket_of(&self, at: Instant) -> u64 {
+        let nanos = at.saturating_duration_since(self.base).as_nanos() >> BUCKET_SHIFT;
+        u64::try_from(nanos).unwrap_or(u64::MAX)
+    }
+
+    /// Adds `entry`.
+    pub(crate) fn push(&mut self, entry: Entry<T>) {
+        let b = self
+            .buckets
+            .entry(self.bucket_of(entry.at))
+            .or_insert(Bucket {
+                entries: Vec::new(),
+                sorted: true,
+            });
+        if b.sorted && b.entries.last().is_some_and(|min| entry > *min) {
+            b.sorted = false;
         }
-        earliest
+        b.entries.push(entry);
+    }
+
+    /// The earliest bucket, sorted.
+    fn first(&mut self) -> Option<&mut Bucket<T>> {
+        let b = self.buckets.first_entry()?.into_mut();
+        if !b.sorted {
+            b.entries.sort_unstable_by(|x, y| y.cmp(x));
+            b.sorted = true;
+        }
+        Some(b)
     }
 
     /// The earliest entry.
-    pub(crate) fn peek(&self) -> Option<&Entry<T>> {
-        match (self.lane.front(), self.heap.peek()) {
-            (Some(l), Some(Reverse(h))) => Some(if h < l { h } else { l }),
-            (l, h) => l.or(h.map(|Reverse(h)| h)),
-        }
+    pub(crate) fn peek(&mut self) -> Option<&Entry<T>> {
+        self.first().and_then(|b| b.entries.last())
     }
 
     /// Removes and returns the earliest entry.
     pub(crate) fn pop(&mut self) -> Option<Entry<T>> {
-        let from_heap = match (self.lane.front(), self.heap.peek()) {
-            (Some(l), Some(Reverse(h))) => h < l,
-            (None, Some(_)) => true,
-            _ => false,
-        };
-        if from_heap {
-            self.heap.pop().map(|Reverse(e)| e)
-        } else {
-            self.lane.pop_front()
+        let mut first = self.buckets.first_entry()?;
+        let b = first.get_mut();
+        if !b.sorted {
+            b.entries.sort_unstable_by(|x, y| y.cmp(x));
+            b.sorted = true;
         }
+        let e = b.entries.pop();
+        if b.entries.is_empty() {
+            first.remove();
+        }
+        e
     }
 
     /// Drops every entry.
     pub(crate) fn clear(&mut self) {
-        self.lane.clear();
-        self.heap.clear();
+        self.buckets.clear();
     }
 }
 
@@ -108,7 +140,7 @@ mod tests {
         let t0 = kcache_core::FakeClock::new();
         let base = kcache_core::Clock::now(&t0);
         let ms = |n: u64| base + Duration::from_millis(n);
-        let mut d = Delays::new();
+        let mut d = Delays::new(base);
         for (i, at) in [5, 7, 7, 3, 9, 1, 8, 8, 2].into_iter().enumerate() {
             d.push(entry(i, ms(at), i as u64));
         }
@@ -138,20 +170,28 @@ mod tests {
     }
 
     #[test]
-    fn push_reports_whether_the_entry_is_now_the_earliest() {
+    fn an_earlier_entry_pushed_into_a_sorted_bucket_comes_out_first() {
         let base = kcache_core::Clock::now(&kcache_core::FakeClock::new());
-        let mut d = Delays::new();
-        assert!(d.push(entry('a', base + Duration::from_millis(10), 1)));
-        assert!(!d.push(entry('b', base + Duration::from_millis(20), 2)));
-        assert!(!d.push(entry('c', base + Duration::from_millis(10), 3)));
-        assert!(d.push(entry('d', base + Duration::from_millis(5), 4)));
-        assert_eq!(d.peek().map(|e| e.item), Some('d'));
+        let ns = |n: u64| base + Duration::from_nanos(n);
+        let mut d = Delays::new(base);
+        d.push(entry('a', ns(10), 1));
+        d.push(entry('b', ns(20), 2));
+        assert_eq!(d.peek().map(|e| e.item), Some('a'));
+        d.push(entry('c', ns(5), 3));
+        d.push(entry('d', ns(15), 4));
+        let mut out = Vec::new();
+        while let Some(e) = d.pop() {
+            out.push(e.item);
+        }
+        assert_eq!(out, ['c', 'a', 'd', 'b']);
+        assert!(d.peek().is_none());
     }
 
     #[test]
     fn equal_deadlines_come_out_by_entry_number_whatever_order_they_arrive_in() {
-        let at = kcache_core::Clock::now(&kcache_core::FakeClock::new()) + Duration::from_millis(1);
-        let mut d = Delays::new();
+        let base = kcache_core::Clock::now(&kcache_core::FakeClock::new());
+        let at = base + Duration::from_millis(1);
+        let mut d = Delays::new(base);
         for seq in [2, 1, 4, 3] {
             d.push(entry(seq, at, seq));
         }

@@ -61,7 +61,7 @@ impl<T> Timer<T> {
                 next_seq: 0,
             }),
             schedule: Mutex::new(Schedule {
-                delays: Delays::new(),
+                delays: Delays::new(base),
                 spare: Vec::new(),
             }),
             planned: AtomicU64::new(u64::MAX),
