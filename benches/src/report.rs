@@ -139,6 +139,9 @@ fn header(report: &Report<'_>) -> String {
          orders of magnitude. Machines are noisy (±20-30 %); compare within one run and quote \
          ratios. A chart switches to a log scale when its values spread more than 20x.\n\n",
     );
+    if let Some(paragraph) = calibration(report.summaries) {
+        let _ = writeln!(md, "{paragraph}\n");
+    }
     if report.failed > 0 {
         let _ = writeln!(
             md,
@@ -151,6 +154,41 @@ fn header(report: &Report<'_>) -> String {
         let _ = writeln!(md, "{note}\n");
     }
     md
+}
+
+/// q1's naive queue as WORKLOADS.md records it beside client-go's figures (711 ns/item when
+/// client-go did 552): the one baseline measured on both machines.
+const NAIVE_Q1_WHEN_CLIENT_GO_WAS_RECORDED: f64 = 711.0;
+
+/// How far client-go's recorded figures can be trusted in this run: the naive q1 queue ran on
+/// both machines, so its ratio says how much faster this one is, and client-go's q1 scaled by it
+/// is what client-go would likely do here. `None` without a naive q1 row.
+fn calibration(summaries: &[Summary]) -> Option<String> {
+    let q1 = |imp: &str| {
+        summaries
+            .iter()
+            .find(|s| s.workload == "q1" && s.imp == imp)
+            .and_then(|s| s.get("ns_per_item"))
+    };
+    let naive = q1("naive").filter(|n| *n > 0.0)?;
+    let speed = NAIVE_Q1_WHEN_CLIENT_GO_WAS_RECORDED / naive;
+    let go = client_go("q1")?;
+    let mut text = format!(
+        "**Calibration: read the client-go column with care.** The naive queue (q1) took {} \
+         ns/item in this run and {} when client-go's figures were recorded: this machine ran it \
+         {speed:.2}x as fast. client-go's q1 scaled the same way would be about {} ns/item",
+        short(naive),
+        short(NAIVE_Q1_WHEN_CLIENT_GO_WAS_RECORDED),
+        short(go / speed),
+    );
+    if let Some(k) = q1("kcache") {
+        let _ = write!(text, " against kcache's {}", short(k));
+    }
+    text.push_str(
+        ". The \"kcache ahead by\" column divides figures from two machines and overstates kcache \
+         wherever this machine is the faster one; only a side-by-side run of client-go settles it.",
+    );
+    Some(text)
 }
 
 /// Workload names in first-seen order.
@@ -306,6 +344,21 @@ mod tests {
             runs: 3,
             medians: vec![(headline.into(), value), ("peak_rss_mib".into(), 12.5)],
         }
+    }
+
+    #[test]
+    fn the_header_scales_client_go_by_the_naive_queue_measured_on_both_machines() {
+        let summaries = [
+            summary("q1", "kcache", "ns_per_item", 232.0),
+            summary("q1", "naive", "ns_per_item", 177.75),
+        ];
+        let text = calibration(&summaries).unwrap();
+        assert!(text.contains("4.00x as fast"), "{text}");
+        assert!(
+            text.contains("about 138 ns/item against kcache's 232"),
+            "{text}"
+        );
+        assert!(calibration(&summaries[..1]).is_none());
     }
 
     #[test]
