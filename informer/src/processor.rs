@@ -124,6 +124,15 @@ impl<T> Dispatch<T> {
         Some(self.entries.swap_remove(i).listener)
     }
 
+    /// Whether an RV-unchanged update reaches fewer listeners than a changed one: some listener
+    /// is not flagged syncing (after a resync check that found it not due). Until then, and
+    /// forever in an informer without resync, every listener gets every update, so the caller
+    /// can skip comparing versions (which reads the replaced object, rarely still in a CPU
+    /// cache).
+    pub(crate) fn filters_unchanged(&self) -> bool {
+        self.entries.iter().any(|e| !e.syncing)
+    }
+
     /// Stages `n` for every listener; an RV-unchanged update (`is_sync`) only for those whose
     /// resync is due. The listeners get it at the next [`flush`](Self::flush).
     pub(crate) fn distribute(&mut self, n: &Notification<T>, is_sync: bool) {

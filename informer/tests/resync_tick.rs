@@ -169,3 +169,102 @@ async fn resync_check_runs_on_its_own_schedule_even_when_a_watch_error_is_waitin
         .unwrap()
         .unwrap();
 }
+
+/// A check that finds no handler due unflags them all: from then on an update whose version did
+/// not change (a watch repeating the cached object, or a relist) reaches no handler, on the
+/// direct path of watch events as on the FIFO's.
+#[tokio::test]
+async fn after_a_check_with_no_handler_due_unchanged_updates_reach_none() {
+    let clock = FakeClock::new();
+    let (tx, rx): (Tx, _) = mpsc::unbounded();
+    let source = Scripted {
+        lists: Mutex::new(VecDeque::from([
+            (vec![pod("a", 1)], 1),
+            // The relist: a and b unchanged, c new (c marks the relist as delivered).
+            (vec![pod("a", 1), pod("b", 2), pod("c", 3)], 3),
+        ])),
+        first_watch: Mutex::new(Some(rx.boxed())),
+        watches: Mutex::new(0),
+    };
+    let inf = Arc::new(SharedIndexInformer::with_options(
+        source,
+        InformerOptions::new()
+            .resync_period(Duration::from_secs(10))
+            .clock(Arc::new(clock.clone())),
+    ));
+    // Checked every 10 s; neither is due at the first check.
+    let quiet = Recorder::new();
+    let slow = Recorder::new();
+    inf.add_event_handler_with_resync(quiet.clone(), Duration::ZERO)
+        .unwrap();
+    inf.add_event_handler_with_resync(slow.clone(), Duration::from_secs(30))
+        .unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = {
+        let inf = inf.clone();
+        tokio::spawn(async move {
+            inf.run(async {
+                let _ = stopped.await;
+            })
+            .await
+        })
+    };
+    let synced = tokio::time::timeout(common::WAIT, inf.wait_for_cache_sync()).await;
+    assert_eq!(synced, Ok(true));
+    // Before any check every handler is flagged: a repeated object reaches both.
+    tx.unbounded_send(Ok(WatchEvent::Modified(Arc::new(pod("a", 1)))))
+        .unwrap();
+    quiet.wait_for(2).await;
+    slow.wait_for(2).await;
+    settle().await;
+
+    // The first check: no handler due, both unflagged.
+    clock.advance(Duration::from_secs(10));
+    settle().await;
+    // Through the watch (the FIFO is caught up: the direct path): the repeat reaches nobody,
+    // the new object both.
+    tx.unbounded_send(Ok(WatchEvent::Modified(Arc::new(pod("a", 1)))))
+        .unwrap();
+    tx.unbounded_send(Ok(WatchEvent::Added(Arc::new(pod("b", 2)))))
+        .unwrap();
+    quiet.wait_for(3).await;
+    slow.wait_for(3).await;
+    settle().await;
+    // Through a relist (the FIFO's path): a and b unchanged reach nobody, c both.
+    tx.unbounded_send(Err(Expired)).unwrap();
+    for _ in 0..20 {
+        if quiet.len() >= 4 && slow.len() >= 4 {
+            break;
+        }
+        clock.advance(Duration::from_secs(1));
+        settle().await;
+        let _ = tokio::time::timeout(Duration::from_millis(5), quiet.wait_for_quiet(4)).await;
+    }
+    quiet.wait_for(4).await;
+    slow.wait_for(4).await;
+    settle().await;
+
+    for (name, r) in [("quiet", &quiet), ("slow", &slow)] {
+        let events = r.events();
+        assert_eq!(
+            unchanged_updates(&events),
+            vec!["a".to_string()],
+            "{name}: only the repeat before the first check may arrive ({events:?})"
+        );
+        let added: Vec<&str> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Added { obj, .. } => Some(obj.name.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(added, ["a", "b", "c"], "{name}: {events:?}");
+        assert_eq!(events.len(), 4, "{name}: {events:?}");
+    }
+    stop.send(()).unwrap();
+    tokio::time::timeout(common::WAIT, task)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+}
