@@ -119,3 +119,29 @@ fn a_delayed_add_racing_its_own_processing_never_fires_a_stale_entry() {
         q.shut_down();
     });
 }
+
+/// Key line: `waiting_len` reads how many items stopped waiting before how many started (two
+/// counters, so that the producer and the timer do not write one cache line). Shown to catch its
+/// bug: read the other way round, a read racing an item's delayed add and its firing can see the
+/// firing without the add and wrap below zero, which this model reports.
+#[test]
+fn waiting_len_racing_a_delayed_add_and_its_firing_stays_in_range() {
+    loom::model(|| {
+        let clock = FakeClock::new();
+        let q = DelayingQueue::with_config(QueueConfig::new().clock(Arc::new(clock.clone())));
+        let adder = {
+            let (q, clock) = (q.clone(), clock.clone());
+            thread::spawn(move || {
+                q.add_after(1u8, Duration::from_millis(10));
+                clock.advance(Duration::from_millis(10));
+            })
+        };
+        assert!(q.waiting_len() <= 1);
+        adder.join().unwrap();
+        assert_eq!(q.get(), Some(1));
+        // Counted out before it was handed out.
+        assert_eq!(q.waiting_len(), 0);
+        q.done(&1).unwrap();
+        q.shut_down();
+    });
+}

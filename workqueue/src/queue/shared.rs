@@ -44,9 +44,17 @@ pub(crate) struct Shared<T> {
     closing: AtomicBool,
     /// Items handed out and not yet done, plus `DRAINING`.
     in_flight: CachePadded<AtomicUsize>,
-    /// Items waiting for a delay (slots in `Waiting`); changed only under shard locks, so a worker
-    /// that got an item never sees it still counted as waiting.
-    waiting: AtomicUsize,
+    /// How many times an item started waiting for a delay (a slot became `Waiting`), and how many
+    /// times one stopped (a `Waiting` slot became `Queued`, or was dropped by the shutdown). Items
+    /// waiting now are the difference. Two counters and not one: the first is written by the
+    /// producers (`add_at`) and workers (`done`), the second mostly by the timer as it fires. One
+    /// counter written on every delayed add and every firing was a cache line moving between the
+    /// producer's core and the timer's for every item (and it shared its line with `closing` and
+    /// `clock`, which every add reads). Each is changed only under the shard lock of the item it
+    /// counts, so a worker that got an item never sees it still counted as waiting (see
+    /// [`waiting`](Shared::waiting)).
+    started_waiting: CachePadded<AtomicUsize>,
+    stopped_waiting: CachePadded<AtomicUsize>,
     /// Serializes `shut_down` calls.
     life: Mutex<()>,
     /// Wakes the background thread (delay timer and metrics ticker), if any.
@@ -75,7 +83,8 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
             timer: Timer::new(base),
             closing: AtomicBool::new(false),
             in_flight: CachePadded::new(AtomicUsize::new(0)),
-            waiting: AtomicUsize::new(0),
+            started_waiting: CachePadded::new(AtomicUsize::new(0)),
+            stopped_waiting: CachePadded::new(AtomicUsize::new(0)),
             life: Mutex::new(()),
             signal: Signal::new(),
             clock,
@@ -104,8 +113,24 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
     }
 
     /// Items waiting for a delay.
+    ///
+    /// The stops are read first: an item's stop is counted (under its shard lock) after its start,
+    /// so every stop this read sees has its start in the read that follows, and the difference
+    /// never counts an item twice as stopped, nor goes below zero.
     pub(crate) fn waiting(&self) -> usize {
-        self.waiting.load(Ordering::Acquire)
+        let stopped = self.stopped_waiting.load(Ordering::Acquire);
+        let started = self.started_waiting.load(Ordering::Acquire);
+        started.wrapping_sub(stopped)
+    }
+
+    /// One more item waits for a delay (under its shard lock).
+    fn start_waiting(&self) {
+        self.started_waiting.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// `n` items stopped waiting (each under its shard lock).
+    fn stop_waiting(&self, n: usize) {
+        self.stopped_waiting.fetch_add(n, Ordering::AcqRel);
     }
 
     /// Makes `item` ready now, unless it is pending already. `false` only when refused.
@@ -134,7 +159,7 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
             Some(slot @ Slot::Waiting { .. }) => {
                 // Ready now; its delay entry goes stale (deduplicated against the ready queue).
                 *slot = Slot::Queued { since: now };
-                self.waiting.fetch_sub(1, Ordering::AcqRel);
+                self.stop_waiting(1);
                 wake = self.ready.push(item);
                 true
             }
@@ -162,7 +187,7 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
             None => {
                 let seq = self.timer.schedule(item.clone(), at);
                 shard.insert(item, Slot::Waiting { at, seq });
-                self.waiting.fetch_add(1, Ordering::AcqRel);
+                self.start_waiting();
             }
             Some(Slot::Queued { .. }) => return Scheduled::Accepted,
             Some(Slot::Processing { then, .. }) => {
@@ -277,7 +302,7 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
                 } else {
                     let seq = self.timer.schedule(item.clone(), at);
                     shard.insert(item.clone(), Slot::Waiting { at, seq });
-                    self.waiting.fetch_add(1, Ordering::AcqRel);
+                    self.start_waiting();
                     scheduled = Some(at);
                 }
             }
@@ -317,7 +342,7 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
                     })
                 {
                     *slot = Slot::Queued { since };
-                    self.waiting.fetch_sub(1, Ordering::AcqRel);
+                    self.stop_waiting(1);
                     wake += usize::from(self.ready.push(e.item));
                     fired += 1;
                 }
@@ -397,9 +422,8 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
                 keep
             });
         });
-        // Only read-modify-writes on this counter (a plain store among them trips loom, issue
-        // tokio-rs/loom#254); after the sweep, the shards hold no waiting item, so it is zero.
-        self.waiting.fetch_sub(dropped, Ordering::AcqRel);
+        // After the sweep, the shards hold no waiting item, so `waiting` reads zero.
+        self.stop_waiting(dropped);
         self.timer.clear();
         if let Some(m) = &self.metrics {
             m.delayed_depth.set(0.0);
