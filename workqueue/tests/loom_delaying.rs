@@ -9,6 +9,9 @@ use loom::thread;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Key line: after firing a batch, the timer wakes as many sleepers as it fired items (one fence
+/// and one look at the sleepers for the batch). Shown to catch its bug: waking none, the worker
+/// sleeps for ever next to its due item, which this model reports as a deadlock.
 #[test]
 fn the_timer_hands_a_due_item_to_a_blocked_worker() {
     loom::model(|| {

@@ -5,7 +5,9 @@
 //! - A producer pushes the item to the lock-free FIFO, then (after a `SeqCst` fence) reads the
 //!   state word: the number of registered sleepers and the closed flag. A busy queue's producers
 //!   only read that word, which workers write only when they go to sleep, so the hand-off itself
-//!   touches no lock and no counter shared with the workers beyond the FIFO's own indices.
+//!   touches no lock and no counter shared with the workers beyond the FIFO's own indices. The
+//!   timer, which fires many items at once, pushes its whole batch, then fences and reads the
+//!   word once.
 //! - A worker pops from the FIFO. One that found nothing spins briefly (in `Queue::get`), then
 //!   registers as a sleeper under the parking mutex (an atomic add to the state word), fences, and
 //!   looks at the FIFO once more before it waits on the condition variable. The two fences make
@@ -93,6 +95,22 @@ impl<T> Ready<T> {
         self.fifo.push(item);
         fence(Ordering::SeqCst);
         sleepers_of(self.word.load(Ordering::SeqCst)) != 0
+    }
+
+    /// Appends one item of a batch without looking for sleepers: after the batch, the caller
+    /// calls [`sleepers_after_batch`](Ready::sleepers_after_batch) once (one fence per batch, not
+    /// one per item, for the timer that fires many items at once).
+    pub(crate) fn push_batched(&self, item: T) {
+        self.fifo.push(item);
+    }
+
+    /// After a batch of [`push_batched`](Ready::push_batched): the number of registered sleepers.
+    /// The caller wakes as many as it pushed items, at most, after releasing its locks. The fence
+    /// is the one [`push`](Ready::push) makes per item: a sleeper registered after it sees the
+    /// batch in the FIFO when it looks again, one registered before it is counted here.
+    pub(crate) fn sleepers_after_batch(&self) -> usize {
+        fence(Ordering::SeqCst);
+        usize::try_from(sleepers_of(self.word.load(Ordering::SeqCst))).unwrap_or(usize::MAX)
     }
 
     /// Items ready to be handed out.

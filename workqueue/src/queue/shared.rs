@@ -327,7 +327,7 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
     /// Moves every live entry due at `now` to the ready queue; returns how many.
     pub(crate) fn fire_due(&self, now: Instant) -> usize {
         let since = self.metrics.as_ref().map(|_| now);
-        let (mut fired, mut wake) = (0, 0);
+        let mut fired = 0;
         let mut schedule = self.timer.drain();
         while schedule.delays.peek().is_some_and(|e| e.at <= now) {
             let Some(e) = schedule.delays.pop() else {
@@ -343,12 +343,18 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
                 {
                     *slot = Slot::Queued { since };
                     self.stop_waiting(1);
-                    wake += usize::from(self.ready.push(e.item));
+                    self.ready.push_batched(e.item);
                     fired += 1;
                 }
             }
         }
         drop(schedule);
+        // One fence for the whole batch; a sleeper per item fired, at most.
+        let wake = if fired == 0 {
+            0
+        } else {
+            fired.min(self.ready.sleepers_after_batch())
+        };
         if let Some(m) = &self.metrics {
             for _ in 0..fired {
                 m.depth.inc();
