@@ -46,13 +46,13 @@ impl<T: Send + Sync + 'static, M: Meta<T>> Shared<T, M> {
                     self.indexer.delete(&obj)?;
                     let text = KeyText::copied(&key);
                     let event = Event::Deleted(DeletedObject::observed(key, obj));
-                    dispatch.distribute(&Notification::new(text, event), false);
+                    dispatch.distribute(Notification::new(text, event), false);
                 }
                 (DeltaType::Deleted, DeltaObject::Tombstone(t)) => {
                     self.indexer.thread_safe_store().delete(&t.key);
                     let text = KeyText::copied(&t.key);
                     let event = Event::Deleted(DeletedObject::final_state_unknown(t.key, t.obj));
-                    dispatch.distribute(&Notification::new(text, event), false);
+                    dispatch.distribute(Notification::new(text, event), false);
                 }
                 (_, DeltaObject::Object(obj)) => {
                     let key = key.clone().map_or_else(|| M::key(&obj), Ok)?;
@@ -62,14 +62,14 @@ impl<T: Send + Sync + 'static, M: Meta<T>> Shared<T, M> {
                             let is_sync = dispatch.filters_unchanged()
                                 && M::same_resource_version(&old, &obj);
                             let event = Event::Updated { old, new: obj };
-                            dispatch.distribute(&Notification::new(text, event), is_sync);
+                            dispatch.distribute(Notification::new(text, event), is_sync);
                         }
                         None => {
                             let event = Event::Added {
                                 obj,
                                 is_in_initial_list,
                             };
-                            dispatch.distribute(&Notification::new(text, event), false);
+                            dispatch.distribute(Notification::new(text, event), false);
                         }
                     }
                 }
@@ -114,14 +114,14 @@ impl<T: Send + Sync + 'static, M: Meta<T>> Shared<T, M> {
             Ok(Some(old)) => {
                 let is_sync = dispatch.filters_unchanged() && M::same_resource_version(&old, &obj);
                 let event = Event::Updated { old, new: obj };
-                dispatch.distribute(&Notification::new(key.clone(), event), is_sync);
+                dispatch.distribute(Notification::new(key.clone(), event), is_sync);
             }
             Ok(None) => {
                 let event = Event::Added {
                     obj,
                     is_in_initial_list: false,
                 };
-                dispatch.distribute(&Notification::new(key.clone(), event), false);
+                dispatch.distribute(Notification::new(key.clone(), event), false);
             }
             Err(error) => tracing::error!(
                 informer = %self.name,

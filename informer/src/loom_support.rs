@@ -53,7 +53,7 @@ impl<T> Dispatcher<T> {
             },
         );
         let mut d = self.processor.lock();
-        d.distribute(&n, false);
+        d.distribute(n, false);
         d.flush();
     }
 
@@ -61,7 +61,7 @@ impl<T> Dispatcher<T> {
     pub fn dispatch_update(&self, key: &ObjectKey, old: Arc<T>, new: Arc<T>) {
         let n = Notification::new(key.clone().into(), Event::Updated { old, new });
         let mut d = self.processor.lock();
-        d.distribute(&n, false);
+        d.distribute(n, false);
         d.flush();
     }
 

@@ -134,12 +134,20 @@ impl<T> Dispatch<T> {
     }
 
     /// Stages `n` for every listener; an RV-unchanged update (`is_sync`) only for those whose
-    /// resync is due. The listeners get it at the next [`flush`](Self::flush).
-    pub(crate) fn distribute(&mut self, n: &Notification<T>, is_sync: bool) {
-        for e in &mut self.entries {
-            if !is_sync || e.syncing {
-                e.staged.push(n.clone());
+    /// resync is due. The listeners get it at the next [`flush`](Self::flush). The last listener
+    /// to get it takes `n` itself: one clone fewer (two reference counts fewer) per notification.
+    pub(crate) fn distribute(&mut self, n: Notification<T>, is_sync: bool) {
+        let mut takers = self
+            .entries
+            .iter_mut()
+            .filter(|e| !is_sync || e.syncing)
+            .peekable();
+        while let Some(e) = takers.next() {
+            if takers.peek().is_none() {
+                e.staged.push(n);
+                return;
             }
+            e.staged.push(n.clone());
         }
     }
 
@@ -236,7 +244,7 @@ mod tests {
         let (processor, listener) = dispatch_with_listener();
         let mut d = processor.lock();
         for v in 0..3 {
-            d.distribute(&initial_add(v), false);
+            d.distribute(initial_add(v), false);
         }
         assert_eq!(listener.buffer.pending(), 0, "staged, not yet flushed");
         d.flush();
@@ -253,7 +261,7 @@ mod tests {
     fn marking_synced_flushes_first_so_staged_initial_adds_hold_the_handler_unsynced() {
         let (processor, listener) = dispatch_with_listener();
         let mut d = processor.lock();
-        d.distribute(&initial_add(7), false);
+        d.distribute(initial_add(7), false);
         d.set_synced();
         drop(d);
         assert!(
