@@ -105,12 +105,21 @@ where
         let mut published = ResourceVersion::default();
         // The end of the watch (an error or a close), held back while a due resync runs first.
         let mut held: Option<Input<T, L::Error, S::Error>> = None;
+        // Publishes the machine's version to the handle if it changed (the handle's lock). Under
+        // a stream of ready events this happens once per streak, before the reflector waits or
+        // yields, not once per event.
+        let publish = |machine: &Machine<T, M>, published: &mut ResourceVersion| {
+            if machine.last_sync_resource_version() != published {
+                *published = machine.last_sync_resource_version().clone();
+                self.shared.publish(published);
+            }
+        };
         loop {
-            if *machine.last_sync_resource_version() != published {
-                published = machine.last_sync_resource_version().clone();
-                self.shared.publish(&published);
+            if !matches!(out.command, Command::Store(_) | Command::ReadWatch { .. }) {
+                publish(&machine, &mut published);
             }
             if fast_streak == 0 && stop.as_mut().now_or_never().is_some() {
+                publish(&machine, &mut published);
                 return;
             }
             if let (Some(err), Some(hook)) = (out.report.as_ref(), self.hook.as_ref()) {
@@ -180,12 +189,17 @@ where
                     // that always has an event ready would otherwise never let the rest of the
                     // task (an informer's pop loop, which shares it) or the executor run.
                     if fast_streak >= FAST_STREAK {
+                        publish(&machine, &mut published);
                         YieldNow(false).await;
                     }
                     let ready = match stream.as_mut() {
                         Some(s) if fast_streak < FAST_STREAK => s.next().now_or_never(),
                         _ => None,
                     };
+                    if ready.is_none() {
+                        // About to wait for the stream (or the watch is gone).
+                        publish(&machine, &mut published);
+                    }
                     if ready.is_some() {
                         fast_streak += 1;
                     } else {
