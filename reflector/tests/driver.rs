@@ -301,8 +301,9 @@ async fn a_watch_stream_that_is_always_ready_still_lets_the_rest_of_the_task_run
     let sibling = std::pin::pin!(sibling);
     futures::future::select(reflector, sibling).await;
     let partial = seen.iter().filter(|&&n| n > 0 && n < EVENTS).count();
+    // The reflector yields at least every 256 events (its FAST_STREAK).
     assert!(
-        partial >= EVENTS / 64 / 2,
+        partial >= EVENTS / 256 / 2,
         "the sibling ran only {partial} times while the events went in: {seen:?}"
     );
 }
