@@ -13,20 +13,27 @@ use std::hash::{BuildHasher, Hash};
 
 type Hasher = foldhash::fast::RandomState;
 
+/// The shard picker's hasher. Under loom every execution of a model must take the same locks in
+/// the same order, so the shard of an item must not depend on a random seed (as in `slots.rs`).
+#[cfg(not(kcache_loom))]
+type PickHasher = foldhash::fast::RandomState;
+#[cfg(kcache_loom)]
+type PickHasher = foldhash::fast::FixedState;
+
 /// Sixteen shards: many more than the cores a controller's workers usually run on.
 const SHARDS: usize = 16;
 
 pub(crate) struct FailureCounts<T> {
     /// Picks the shard; seeded independently of the shards' own hashers, so the keys of one shard
     /// still spread over its buckets.
-    pick: Hasher,
+    pick: PickHasher,
     shards: Box<[Mutex<HashMap<T, usize, Hasher>>]>,
 }
 
 impl<T: Eq + Hash + Clone> FailureCounts<T> {
     pub(crate) fn new() -> Self {
         Self {
-            pick: Hasher::default(),
+            pick: PickHasher::default(),
             shards: (0..SHARDS)
                 .map(|_| Mutex::new(HashMap::with_hasher(Hasher::default())))
                 .collect(),
