@@ -28,6 +28,7 @@ use crate::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use crate::sync::Mutex;
 use crossbeam_utils::CachePadded;
 use kcache_core::Clock;
+use std::collections::hash_map::Entry;
 use std::hash::Hash;
 use std::sync::Arc;
 use std::time::Instant;
@@ -141,27 +142,32 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
             drop(shard);
             return false;
         }
-        let mut wake = false;
-        let counted = match shard.get_mut(&item) {
-            None => {
-                wake = self.ready.push(item.clone());
-                shard.insert(item, Slot::Queued { since: now });
-                true
+        // One lookup (the entry) for the new item, the common case.
+        let (wake, counted) = match shard.entry(item) {
+            Entry::Vacant(v) => {
+                let wake = self.ready.push(v.key().clone());
+                v.insert(Slot::Queued { since: now });
+                (wake, true)
             }
-            Some(Slot::Queued { .. }) => false,
-            Some(Slot::Processing { then, .. }) => match then {
-                Then::Requeue { .. } => false,
-                Then::Nothing | Then::Wait { .. } => {
-                    *then = Then::Requeue { since: now };
-                    true
+            Entry::Occupied(mut o) => {
+                let slot = o.get_mut();
+                match slot {
+                    Slot::Queued { .. } => (false, false),
+                    Slot::Processing { then, .. } => match then {
+                        Then::Requeue { .. } => (false, false),
+                        Then::Nothing | Then::Wait { .. } => {
+                            *then = Then::Requeue { since: now };
+                            (false, true)
+                        }
+                    },
+                    Slot::Waiting { .. } => {
+                        // Ready now; its delay entry goes stale (deduplicated against the ready
+                        // queue).
+                        *slot = Slot::Queued { since: now };
+                        self.stop_waiting(1);
+                        (self.ready.push(o.key().clone()), true)
+                    }
                 }
-            },
-            Some(slot @ Slot::Waiting { .. }) => {
-                // Ready now; its delay entry goes stale (deduplicated against the ready queue).
-                *slot = Slot::Queued { since: now };
-                self.stop_waiting(1);
-                wake = self.ready.push(item);
-                true
             }
         };
         drop(shard);
@@ -283,25 +289,31 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
     pub(crate) fn done(&self, item: &T) -> Result<(), NotProcessing> {
         let now = self.metrics_now();
         let mut shard = self.slots.lock(item);
-        let Some(Slot::Processing { started, then }) = shard.get(item).copied() else {
+        // One lookup: the slot changes in place (no second lookup, and no clone of the key to
+        // insert it again: for an `Arc` key, that clone and the drop of the duplicate key were two
+        // atomic writes to a reference count that every thread adding that key also writes).
+        let Some(slot) = shard.get_mut(item) else {
+            return Err(NotProcessing);
+        };
+        let Slot::Processing { started, then } = *slot else {
             return Err(NotProcessing);
         };
         let (mut wake, mut counted, mut scheduled) = (false, false, None);
         match then {
             Then::Requeue { since } => {
-                shard.insert(item.clone(), Slot::Queued { since });
+                *slot = Slot::Queued { since };
                 wake = self.ready.push(item.clone());
             }
             Then::Wait { at } if !self.closing.load(Ordering::Acquire) => {
                 let t = now.unwrap_or_else(|| self.clock.now());
                 if at <= t {
                     let since = self.metrics.as_ref().map(|_| t);
-                    shard.insert(item.clone(), Slot::Queued { since });
+                    *slot = Slot::Queued { since };
                     wake = self.ready.push(item.clone());
                     counted = true;
                 } else {
                     let seq = self.timer.schedule(item.clone(), at);
-                    shard.insert(item.clone(), Slot::Waiting { at, seq });
+                    *slot = Slot::Waiting { at, seq };
                     self.start_waiting();
                     scheduled = Some(at);
                 }
