@@ -48,7 +48,7 @@ pub use key::{split_key, KeyError, ObjectKey};
 pub use key_text::KeyText;
 pub use meta::{Meta, MetaMut, Object, ObjectAccessor, SetResourceVersion};
 pub use resource_version::ResourceVersion;
-pub use store::{KnownObjects, ReflectorStore};
+pub use store::{BoxFuture, KnownObjects, PagedReplace, ReflectorStore};
 
 /// This crate's README.md, compiled as doctests.
 #[cfg(doctest)]

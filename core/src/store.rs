@@ -1,6 +1,8 @@
 //! The traits between a reflector and the stores it feeds.
 
 use crate::{ObjectKey, ResourceVersion};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 /// What a reflector writes into: the sink side of client-go's `ReflectorStore`.
@@ -62,6 +64,59 @@ pub trait ReflectorStore<T>: Send + Sync {
         let _ = rv;
         Ok(())
     }
+
+    /// The store's page-by-page form of [`replace`](Self::replace), if it has one: a reflector
+    /// then hands each list page over as it arrives and waits until the store took it before it
+    /// fetches the next, instead of gathering the whole list first (so a relist holds about a
+    /// page of new objects beside the cache, not a whole second copy). The default: none (the
+    /// reflector gathers the pages and calls `replace` once).
+    fn paged(&self) -> Option<&dyn PagedReplace<T, Error = Self::Error>> {
+        None
+    }
+}
+
+/// A boxed, sendable future (what [`PagedReplace::page_taken`] returns).
+pub type BoxFuture<'a, O> = Pin<Box<dyn Future<Output = O> + Send + 'a>>;
+
+/// A list handed to a store page by page: [`ReflectorStore::replace`] spread over
+/// [`begin_list`](Self::begin_list), one [`list_page`](Self::list_page) per page in order, and
+/// [`finish_list`](Self::finish_list).
+///
+/// Together they mean what one `replace` of every page's objects means: `finish_list` infers the
+/// deletions (keys the store holds that no page of this attempt listed) and records the list's
+/// version. The difference a reader can see: a store may apply a page's objects before the list
+/// is complete (its content is then part old state, part new, as while any change is being
+/// applied), and the deletions only come at `finish_list`.
+pub trait PagedReplace<T>: Send + Sync {
+    /// The error of the [`ReflectorStore`] this belongs to.
+    type Error;
+
+    /// A list attempt starts: keys listed by an earlier attempt that did not finish (a failed
+    /// list, an expired continue token) no longer count as listed.
+    fn begin_list(&self);
+
+    /// The next page of the current attempt.
+    ///
+    /// # Errors
+    /// The store's error. When [`ReflectorStore::replace_applied`] says so, the store took the
+    /// page's other objects and the list goes on; otherwise the reflector abandons the attempt.
+    fn list_page(&self, objects: Vec<Arc<T>>) -> Result<(), Self::Error>;
+
+    /// Resolves once the store has taken the pages handed over so far far enough for the next
+    /// one to be fetched (the reflector awaits it after every page): the back-pressure that
+    /// keeps a relist's memory at about a page.
+    fn page_taken(&self) -> BoxFuture<'_, ()>;
+
+    /// The list is complete, as of resource version `rv`: every key not listed since
+    /// [`begin_list`](Self::begin_list) is gone.
+    ///
+    /// # Errors
+    /// The store's error.
+    fn finish_list(&self, rv: ResourceVersion) -> Result<(), Self::Error>;
+
+    /// The attempt failed after some pages: forget what it listed (what it applied stays; the
+    /// next attempt's `finish_list` settles it).
+    fn abandon_list(&self);
 }
 
 /// A read view of the objects a consumer already knows (client-go's `KeyListerGetter`): the

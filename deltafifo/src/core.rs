@@ -72,6 +72,8 @@ pub(crate) struct FifoCore<T> {
     initial_in_flight: usize,
     closed: bool,
     emit_replaced: bool,
+    /// The keys listed so far by the paged list in progress (`None`: none in progress).
+    listing: Option<HashSet<ObjectKey>>,
 }
 
 impl<T> FifoCore<T> {
@@ -85,6 +87,7 @@ impl<T> FifoCore<T> {
             initial_in_flight: 0,
             closed: false,
             emit_replaced,
+            listing: None,
         }
     }
 
@@ -159,11 +162,9 @@ impl<T> FifoCore<T> {
         listed: Vec<(ObjectKey, Arc<T>)>,
         known: Option<&dyn KnownObjects<T>>,
     ) {
-        let ty = if self.emit_replaced {
-            DeltaType::Replaced
-        } else {
-            DeltaType::Sync
-        };
+        // A whole list supersedes a paged one in progress.
+        self.listing = None;
+        let ty = self.listed_type();
         // The keys queued before the list, in queue order: those the list leaves out get
         // tombstones. (Every listed key ends up queued, so afterwards "queued" covers "listed".)
         let prior: Vec<ObjectKey> = self.queue.iter().cloned().collect();
@@ -208,6 +209,117 @@ impl<T> FifoCore<T> {
                 self.enqueue(key.clone(), Delta::tombstone(key, obj));
             }
         }
+        if !self.populated {
+            self.populated = true;
+            for entry in self.items.values_mut() {
+                entry.initial = true;
+            }
+            self.initial_queued = self.items.len();
+        }
+    }
+
+    /// The delta type of a listed object.
+    fn listed_type(&self) -> DeltaType {
+        if self.emit_replaced {
+            DeltaType::Replaced
+        } else {
+            DeltaType::Sync
+        }
+    }
+
+    /// A paged list attempt starts: nothing counts as listed yet (a failed attempt's keys no
+    /// longer do).
+    pub(crate) fn list_begin(&mut self) {
+        self.listing = Some(HashSet::default());
+    }
+
+    /// The paged list attempt failed: forget its listed keys (what it queued stays queued).
+    pub(crate) fn list_abandon(&mut self) {
+        self.listing = None;
+    }
+
+    /// Whether the next listed objects belong to the initial population (no list finished yet,
+    /// and no add, update or delete came first).
+    pub(crate) fn lists_initial(&self) -> bool {
+        !self.populated
+    }
+
+    /// A page of the paged list in progress (one is started if none is): queues `Replaced` (or
+    /// `Sync`) for each object, as `replace` does for its list; during the first list the keys
+    /// count toward the initial population at once.
+    pub(crate) fn list_page(&mut self, page: Vec<(ObjectKey, Arc<T>)>) {
+        let ty = self.listed_type();
+        let mut listed = self.listing.take().unwrap_or_default();
+        listed.reserve(page.len());
+        for (key, obj) in page {
+            listed.insert(key.clone());
+            if self.populated {
+                self.enqueue(key, Delta::new(ty, obj));
+            } else {
+                self.enqueue(key.clone(), Delta::new(ty, obj));
+                if let Some(entry) = self.items.get_mut(&key) {
+                    if !entry.initial {
+                        entry.initial = true;
+                        self.initial_queued += 1;
+                    }
+                }
+            }
+        }
+        self.listing = Some(listed);
+    }
+
+    /// Records the keys of a page the consumer applied directly (see
+    /// `DeltaFifo::list_page_or_apply`).
+    pub(crate) fn list_applied<'a>(&mut self, keys: impl ExactSizeIterator<Item = &'a ObjectKey>) {
+        let listed = self.listing.get_or_insert_with(HashSet::default);
+        listed.reserve(keys.len());
+        for key in keys {
+            listed.insert(key.clone());
+        }
+    }
+
+    /// The paged list is complete: tombstones for every key not listed since `list_begin`, by
+    /// `replace`'s rules and in its order (queued keys, from their newest queued state; keys in
+    /// flight, from the state handed out; known keys with nothing pending, from the known
+    /// state); the first list fixes the initial population. Without a list in progress, the
+    /// list was empty.
+    pub(crate) fn list_finish(&mut self, known: Option<&dyn KnownObjects<T>>) {
+        let listed = self.listing.take().unwrap_or_default();
+        let unlisted: Vec<ObjectKey> = self
+            .queue
+            .iter()
+            .filter(|k| !listed.contains(*k))
+            .cloned()
+            .collect();
+        for key in unlisted {
+            let newest = self
+                .items
+                .get(&key)
+                .and_then(|e| e.deltas.last())
+                .and_then(|d| d.object.object())
+                .cloned();
+            self.enqueue(key.clone(), Delta::tombstone(key, newest));
+        }
+        let mut flying: Vec<(ObjectKey, Option<Arc<T>>)> = self
+            .in_flight
+            .iter()
+            .filter(|(k, f)| !f.deleted && !self.items.contains_key(*k) && !listed.contains(*k))
+            .map(|(k, f)| (k.clone(), f.newest.clone()))
+            .collect();
+        flying.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        for (key, obj) in flying {
+            self.enqueue(key.clone(), Delta::tombstone(key, obj));
+        }
+        if let Some(known) = known {
+            for key in known.list_keys() {
+                if listed.contains(&key) || self.is_pending(&key) {
+                    continue;
+                }
+                let obj = known.get_by_key(&key);
+                self.enqueue(key.clone(), Delta::tombstone(key, obj));
+            }
+        }
+        drop(listed);
         if !self.populated {
             self.populated = true;
             for entry in self.items.values_mut() {

@@ -281,17 +281,7 @@ impl<T, M: Meta<T>> DeltaFifo<T, M> {
         rv: ResourceVersion,
     ) -> Result<(), DeltaFifoError> {
         let _ = rv;
-        let mut refused = Vec::new();
-        let mut listed = Vec::with_capacity(objects.len());
-        for obj in objects {
-            match M::key(&obj) {
-                Err(e) => refused.push(DeltaFifoError::Key(e)),
-                Ok(key) => match self.transform(obj) {
-                    Ok(obj) => listed.push((key, obj)),
-                    Err(e) => refused.push(e),
-                },
-            }
-        }
+        let (listed, refused) = self.prepare(objects);
         let mut st = self.lock();
         st.core.replace(listed, self.known());
         self.notify(st);

@@ -71,6 +71,7 @@ mod error;
 mod fifo;
 mod inbox;
 mod options;
+mod paged;
 mod pop_batch;
 mod pop_batch_future;
 mod pop_future;
@@ -86,6 +87,7 @@ pub use direct::Written;
 pub use error::{BoxError, DeltaFifoError, PopError};
 pub use fifo::{DeltaFifo, Progress};
 pub use options::DeltaFifoOptions;
+pub use paged::KeyedPage;
 pub use pop_batch_future::PopBatchFuture;
 pub use pop_future::PopFuture;
 

@@ -22,7 +22,7 @@ use kcache_reflector::{ListWatcher, ReflectorError};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 
 /// A transform applied to every object entering the cache (see
 /// [`SharedIndexInformer::set_transform`]).
@@ -101,6 +101,7 @@ where
             published_seq: Mutex::new(0),
             applied_rv: watch::Sender::new(ResourceVersion::default()),
             direct: DirectSignal::default(),
+            drained: Notify::new(),
             stop_requested: StopHandle::new(),
         };
         Self {

@@ -117,6 +117,7 @@ mod filtering;
 mod handler;
 #[cfg(not(kcache_loom))]
 mod informer;
+mod list_page;
 mod listener;
 mod metrics;
 #[cfg(not(kcache_loom))]

@@ -340,6 +340,7 @@ where
         let progress = fifo.progress();
         if progress.idle {
             shared.publish_applied(received);
+            shared.drained.notify_waiters();
         }
         if progress.synced {
             shared.set_synced();

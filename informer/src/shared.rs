@@ -34,6 +34,9 @@ pub(crate) struct Shared<T, M> {
     /// Raised when the sink applied a write directly: the pop loop has notifications to flush
     /// and a version to publish.
     pub(crate) direct: DirectSignal,
+    /// Notified by the pop loop each time it finds the FIFO idle (a paged list waits for it
+    /// before fetching its next page).
+    pub(crate) drained: Notify,
     /// Set by the informer's [`StopHandle`]s.
     pub(crate) stop_requested: StopHandle,
 }

@@ -2,8 +2,9 @@
 //! sync and resource versions.
 
 use crate::shared::Shared;
-use kcache_core::{Meta, ReflectorStore, ResourceVersion};
+use kcache_core::{BoxFuture, Meta, PagedReplace, ReflectorStore, ResourceVersion};
 use kcache_deltafifo::{DeltaFifo, DeltaFifoError, Written};
+use std::pin::pin;
 use std::sync::Arc;
 
 pub(crate) struct Sink<T, M: Meta<T>> {
@@ -99,5 +100,55 @@ impl<T: Send + Sync + 'static, M: Meta<T>> ReflectorStore<T> for Sink<T, M> {
     fn bookmark(&self, rv: ResourceVersion) -> Result<(), DeltaFifoError> {
         self.written(rv);
         Ok(())
+    }
+
+    fn paged(&self) -> Option<&dyn PagedReplace<T, Error = DeltaFifoError>> {
+        Some(self)
+    }
+}
+
+/// Lists reach the informer page by page: a page is applied straight to the cache and the
+/// handlers' buffers when the FIFO is caught up (else queued), and the reflector fetches the
+/// next page only once the FIFO has drained, so a relist holds about one page of new objects
+/// beside the cache (plus the set of listed keys) instead of a second copy of the whole cache.
+/// Deletions are inferred when the list is complete, as one `replace` would.
+impl<T: Send + Sync + 'static, M: Meta<T>> PagedReplace<T> for Sink<T, M> {
+    type Error = DeltaFifoError;
+
+    fn begin_list(&self) {
+        self.fifo.begin_list();
+    }
+
+    fn list_page(&self, objects: Vec<Arc<T>>) -> Result<(), DeltaFifoError> {
+        let written = self.fifo.list_page_or_apply(objects, |page, initial| {
+            self.shared.apply_list_page(page, initial)
+        });
+        // A page applied directly needs no pop; one queued is popped while the reflector waits
+        // in `page_taken`.
+        written.map(drop)
+    }
+
+    fn page_taken(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            loop {
+                let mut drained = pin!(self.shared.drained.notified());
+                drained.as_mut().enable();
+                if self.fifo.is_closed() || self.fifo.is_idle() {
+                    return;
+                }
+                drained.await;
+            }
+        })
+    }
+
+    fn finish_list(&self, rv: ResourceVersion) -> Result<(), DeltaFifoError> {
+        self.fifo.finish_list(rv.clone());
+        tracing::debug!(informer = %self.shared.name, %rv, "relisted page by page");
+        self.written(rv);
+        Ok(())
+    }
+
+    fn abandon_list(&self) {
+        self.fifo.abandon_list();
     }
 }

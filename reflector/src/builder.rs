@@ -62,6 +62,7 @@ impl<T, L: ListWatcher<T>, S: ReflectorStore<T>> ReflectorBuilder<T, L, S, Objec
                 backoff: BackoffConfig::default(),
                 seed: None,
                 limits: ListLimits::default(),
+                paged: false,
             },
             should_resync: None,
             hook: None,

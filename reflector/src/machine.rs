@@ -42,6 +42,10 @@ pub(crate) struct Config {
     pub(crate) seed: Option<u64>,
     /// Bounds on a single list (and streaming list).
     pub(crate) limits: ListLimits,
+    /// The store takes lists page by page ([`PagedReplace`](kcache_core::PagedReplace)): each
+    /// page goes to the store as it arrives ([`StoreCall::ListPage`]) and the list ends with
+    /// [`StoreCall::FinishList`], instead of one [`StoreCall::Replace`] of the gathered pages.
+    pub(crate) paged: bool,
 }
 
 /// How long one list may go on: a source that returns a continue token on every page (or
@@ -91,6 +95,13 @@ pub(crate) enum StoreCall<T> {
     Update(Arc<T>),
     Delete(Arc<T>),
     Replace(Vec<Arc<T>>, ResourceVersion),
+    /// One page of a paged list (`first`: the first page of a list attempt).
+    ListPage {
+        items: Vec<Arc<T>>,
+        first: bool,
+    },
+    /// The paged list is complete at this version.
+    FinishList(ResourceVersion),
     Resync,
     Bookmark(ResourceVersion),
 }
@@ -101,7 +112,9 @@ impl<T> StoreCall<T> {
             Self::Add(_) => StoreOperation::Add,
             Self::Update(_) => StoreOperation::Update,
             Self::Delete(_) => StoreOperation::Delete,
-            Self::Replace(..) => StoreOperation::Replace,
+            Self::Replace(..) | Self::ListPage { .. } | Self::FinishList(_) => {
+                StoreOperation::Replace
+            }
             Self::Resync => StoreOperation::Resync,
             Self::Bookmark(_) => StoreOperation::Bookmark,
         }
@@ -137,6 +150,11 @@ enum After {
 enum Phase<T> {
     Idle,
     Listing(ListState<T>),
+    /// A page of a paged list is with the store; `next` continues the list.
+    Paging {
+        st: ListState<T>,
+        next: Option<String>,
+    },
     Streaming {
         requested: ResourceVersion,
         items: InitialEvents<T>,
@@ -233,6 +251,9 @@ impl<T, M: Meta<T>> Machine<T, M> {
                 After::Stream => self.start_stream(None),
             },
             (Phase::Listing(st), Input::Listed(res)) => self.on_listed(st, res, now),
+            (Phase::Paging { st, next }, Input::StoreDone(res)) => {
+                self.on_page_taken(st, next, res, now)
+            }
             (Phase::Replacing { rv, from_stream }, Input::StoreDone(res)) => match res {
                 Ok(()) => {
                     self.last_sync_rv = rv;

@@ -5,7 +5,9 @@ use crate::machine::{Command, Config, Input, Machine, StoreCall};
 use crate::{ListWatcher, ReflectorBuilder, ReflectorError, StoreOperation, WatchStream};
 use futures::future::Either;
 use futures::{FutureExt, StreamExt};
-use kcache_core::{Clock, Meta, ObjectAccessor, ReflectorStore, ResourceVersion, Sleep};
+use kcache_core::{
+    Clock, Meta, ObjectAccessor, PagedReplace, ReflectorStore, ResourceVersion, Sleep,
+};
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
@@ -93,7 +95,13 @@ where
         let shared = self.shared.clone();
         let shutdown = pin!(shutdown);
         let mut stop = pin!(futures::future::select(shutdown, Stopped(&shared)));
-        let mut machine: Machine<T, M> = Machine::new(self.config.clone());
+        // A store that takes lists page by page gets each page as it arrives (see
+        // `PagedReplace`); `list_open` says a paged list attempt has pages with the store.
+        let paged = self.store.paged();
+        let mut config = self.config.clone();
+        config.paged = paged.is_some();
+        let mut list_open = false;
+        let mut machine: Machine<T, M> = Machine::new(config);
         let mut stream: Option<WatchStream<T, L::Error>> = None;
         let mut resync: Option<(Instant, Sleep)> = None;
         let mut now = self.clock.now();
@@ -124,6 +132,19 @@ where
             }
             if let (Some(err), Some(hook)) = (out.report.as_ref(), self.hook.as_ref()) {
                 hook(err);
+            }
+            if list_open
+                && !matches!(
+                    out.command,
+                    Command::List(_)
+                        | Command::Store(StoreCall::ListPage { .. } | StoreCall::FinishList(_))
+                )
+            {
+                // The paged list attempt failed (a backoff, or a streaming list next).
+                list_open = false;
+                if let Some(paged) = paged {
+                    paged.abandon_list();
+                }
             }
             let resumed = match &out.command {
                 Command::ReadWatch { .. } => held.take(),
@@ -160,8 +181,22 @@ where
                     // A watch event's store call takes microseconds: its result is stepped at
                     // the time of the step that asked for it (one clock read per event). A
                     // replace or resync may take long, so the clock is read again after it.
-                    let quick = !matches!(call, StoreCall::Replace(..) | StoreCall::Resync);
-                    let done = Input::StoreDone(self.apply(call));
+                    let quick = matches!(
+                        call,
+                        StoreCall::Add(_)
+                            | StoreCall::Update(_)
+                            | StoreCall::Delete(_)
+                            | StoreCall::Bookmark(_)
+                    );
+                    let page = matches!(call, StoreCall::ListPage { .. });
+                    list_open = page || (list_open && !matches!(call, StoreCall::FinishList(_)));
+                    let done = Input::StoreDone(self.apply(call, paged));
+                    if let (true, Some(paged)) = (page, paged) {
+                        // Back-pressure: the next page is fetched once the store took this one.
+                        if race(&mut stop, paged.page_taken()).await.is_none() {
+                            return;
+                        }
+                    }
                     if !quick {
                         now = self.clock.now();
                     }
@@ -260,27 +295,52 @@ where
         self.should_resync.as_ref().is_none_or(|f| f())
     }
 
-    fn apply(&self, call: StoreCall<T>) -> Result<(), S::Error> {
+    fn apply(
+        &self,
+        call: StoreCall<T>,
+        paged: Option<&dyn PagedReplace<T, Error = S::Error>>,
+    ) -> Result<(), S::Error> {
         match call {
+            // The machine asks for pages only when the store is paged (`Config::paged`).
+            StoreCall::ListPage { items, first } => match paged {
+                Some(paged) => {
+                    if first {
+                        paged.begin_list();
+                    }
+                    self.taken_what_it_could(paged.list_page(items))
+                }
+                None => self.store.replace(items, ResourceVersion::default()),
+            },
+            StoreCall::FinishList(rv) => match paged {
+                Some(paged) => paged.finish_list(rv),
+                None => Ok(()),
+            },
             StoreCall::Add(o) => self.store.add(o),
             StoreCall::Update(o) => self.store.update(o),
             StoreCall::Delete(o) => self.store.delete(o),
-            StoreCall::Replace(items, rv) => match self.store.replace(items, rv) {
-                // The store took what it could (`replace_applied`): report the rest and go on
-                // to watch, since a relist would fail the same way.
-                Err(source) if self.store.replace_applied(&source) => {
-                    if let Some(hook) = &self.hook {
-                        hook(&ReflectorError::Store {
-                            operation: StoreOperation::Replace,
-                            source,
-                        });
-                    }
-                    Ok(())
-                }
-                other => other,
-            },
+            StoreCall::Replace(items, rv) => {
+                self.taken_what_it_could(self.store.replace(items, rv))
+            }
             StoreCall::Resync => self.store.resync(),
             StoreCall::Bookmark(rv) => self.store.bookmark(rv),
+        }
+    }
+
+    /// A replace's (or a list page's) result: when the store took what it could
+    /// (`replace_applied`), the error is reported and the list goes on (a relist would fail the
+    /// same way).
+    fn taken_what_it_could(&self, result: Result<(), S::Error>) -> Result<(), S::Error> {
+        match result {
+            Err(source) if self.store.replace_applied(&source) => {
+                if let Some(hook) = &self.hook {
+                    hook(&ReflectorError::Store {
+                        operation: StoreOperation::Replace,
+                        source,
+                    });
+                }
+                Ok(())
+            }
+            other => other,
         }
     }
 }

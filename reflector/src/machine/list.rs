@@ -1,7 +1,7 @@
 //! The list half of the machine: pages, the pager's full-list fallback, Expired/TooLarge retries.
 
-use super::{cmd, Command, Machine, Out, Output, Phase, StoreCall};
-use crate::error::{BadInput, ReflectorError};
+use super::{cmd, store_error, Command, Machine, Out, Output, Phase, StoreCall};
+use crate::error::{BadInput, ReflectorError, StoreOperation};
 use crate::list_watcher::{BackendError, ErrorKind, ListOptions, ListPage};
 use kcache_core::{Meta, ResourceVersion};
 use std::sync::Arc;
@@ -22,6 +22,8 @@ pub(super) struct ListState<T> {
     full_fallback: bool,
     /// Pages received so far (bounded by [`ListLimits`](super::ListLimits)).
     pages: u64,
+    /// Objects received so far by this attempt (bounded the same way).
+    objects: usize,
 }
 
 impl<T> ListState<T> {
@@ -36,6 +38,7 @@ impl<T> ListState<T> {
             retried_from_empty: false,
             full_fallback: false,
             pages: 0,
+            objects: 0,
         }
     }
 }
@@ -60,6 +63,7 @@ impl<T, M: Meta<T>> Machine<T, M> {
                     // asked for (not the most recent state: a relist at a known version must
                     // not go back to a quorum read because a continue token expired).
                     st.items = Vec::new();
+                    st.objects = 0;
                     st.full_fallback = true;
                     st.mid_list = false;
                     let opts = ListOptions {
@@ -98,28 +102,60 @@ impl<T, M: Meta<T>> Machine<T, M> {
         if let Some(err) = page.items.iter().find_map(|o| self.key_error(o)) {
             return self.fail_cycle(ReflectorError::BadInput(BadInput::ObjectKey(err)), now);
         }
-        if !st.mid_list {
+        let first = !st.mid_list;
+        if first {
             st.list_rv = page.resource_version;
         }
-        if st.items.is_empty() {
-            st.items = page.items;
+        st.objects += page.items.len();
+        // A paged list hands this page to the store; any other gathers the pages.
+        let items = if self.config.paged {
+            page.items
         } else {
-            st.items.extend(page.items);
-        }
+            if st.items.is_empty() {
+                st.items = page.items;
+            } else {
+                st.items.extend(page.items);
+            }
+            Vec::new()
+        };
         st.pages += 1;
         // An empty continue token is the last page (as in client-go, which tests for "").
         let next = page.continue_token.filter(|t| !t.is_empty());
         let limits = self.config.limits;
-        if st.items.len() > limits.max_objects
+        if st.objects > limits.max_objects
             || (next.is_some() && !st.full_fallback && st.pages >= limits.max_pages)
         {
             let bad = BadInput::ListTooLong {
                 pages: st.pages,
-                objects: st.items.len(),
+                objects: st.objects,
             };
             drop(st);
             return self.fail_cycle(ReflectorError::BadInput(bad), now);
         }
+        if self.config.paged {
+            // The page goes to the store now; the next is fetched once the store took it.
+            self.phase = Phase::Paging { st, next };
+            return cmd(Command::Store(StoreCall::ListPage { items, first }));
+        }
+        self.after_page(st, next)
+    }
+
+    /// A page of a paged list was handed to the store (and taken, see `PagedReplace::page_taken`).
+    pub(super) fn on_page_taken<E, SE>(
+        &mut self,
+        st: ListState<T>,
+        next: Option<String>,
+        res: Result<(), SE>,
+        now: Instant,
+    ) -> Out<T, E, SE> {
+        match res {
+            Ok(()) => self.after_page(st, next),
+            Err(e) => self.fail_cycle(store_error(StoreOperation::Replace, e), now),
+        }
+    }
+
+    /// After a page: fetch the next one, or end the list (replace, or finish a paged list).
+    fn after_page<E, SE>(&mut self, mut st: ListState<T>, next: Option<String>) -> Out<T, E, SE> {
         match next {
             Some(token) if !st.full_fallback => {
                 st.mid_list = true;
@@ -143,7 +179,12 @@ impl<T, M: Meta<T>> Machine<T, M> {
                     rv: rv.clone(),
                     from_stream: false,
                 };
-                cmd(Command::Store(StoreCall::Replace(st.items, rv)))
+                let call = if self.config.paged {
+                    StoreCall::FinishList(rv)
+                } else {
+                    StoreCall::Replace(st.items, rv)
+                };
+                cmd(Command::Store(call))
             }
         }
     }

@@ -59,6 +59,7 @@ fn config() -> Config {
         backoff: BackoffConfig::default(),
         seed: Some(1),
         limits: ListLimits::default(),
+        paged: false,
     }
 }
 
