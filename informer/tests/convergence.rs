@@ -59,6 +59,9 @@ async fn one_seed(seed: u64) -> (usize, u64) {
             .name(format!("seed-{seed}"))
             .resync_period(Duration::from_secs(3))
             .max_list_pages(100)
+            // Lists of several pages (applied page by page, the next fetched once the last was
+            // applied) meet the faults too: failures and expired continue tokens mid-list.
+            .page_size(1 + (seed % 3) as u32)
             .clock(Arc::new(clock.clone())),
     ));
     let ordered = Recorder::new();
