@@ -458,7 +458,8 @@ fn a_restarted_list_forgets_what_the_first_attempt_listed() {
     // same version), and `begin_list` starts over without an `abandon_list`.
     let cache = Cache::default();
     let f = fifo(&cache, true);
-    f.replace(vec![obj("a", 1), obj("b", 1)], "1".into()).unwrap();
+    f.replace(vec![obj("a", 1), obj("b", 1)], "1".into())
+        .unwrap();
     drain(&f, &cache);
     f.begin_list();
     f.list_page(vec![obj("b", 2)]).unwrap();

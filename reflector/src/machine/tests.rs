@@ -944,3 +944,134 @@ fn watch_from_zero_propagates_versions_only_after_the_first_non_added_event() {
     h.step(Input::StoreDone(Ok(())));
     assert_eq!(h.rv(), "11");
 }
+
+/// The names of a `ListPage` command's objects and its `first` flag.
+fn list_page(out: &O) -> (Vec<String>, bool) {
+    match &out.command {
+        Command::Store(StoreCall::ListPage { items, first }) => {
+            (items.iter().map(|o| o.name.clone()).collect(), *first)
+        }
+        _ => panic!("expected a list page for the store"),
+    }
+}
+
+#[test]
+fn a_paged_store_gets_each_page_before_the_next_is_asked_for_then_the_finish() {
+    let mut h = H::new(Config {
+        page_size: Some(2),
+        paged: true,
+        ..config()
+    });
+    h.step(Input::Start);
+    let out = h.step(Input::Listed(Ok(page(
+        vec![obj("a", 1), obj("b", 2)],
+        "30",
+        Some("t1"),
+    ))));
+    assert_eq!(list_page(&out), (vec!["a".into(), "b".into()], true));
+    let next = list_opts(&h.step(Input::StoreDone(Ok(()))));
+    assert_eq!(next.continue_token.as_deref(), Some("t1"));
+    let out = h.step(Input::Listed(Ok(page(vec![obj("c", 3)], "31", None))));
+    assert_eq!(list_page(&out), (vec!["c".into()], false));
+    let out = h.step(Input::StoreDone(Ok(())));
+    match out.command {
+        Command::Store(StoreCall::FinishList(rv)) => {
+            assert_eq!(rv.as_str(), "30", "the first page's version")
+        }
+        _ => panic!("expected the finish"),
+    }
+    assert_eq!(h.rv(), "", "not synced before the finish was taken");
+    let w = watch_opts(&h.step(Input::StoreDone(Ok(()))));
+    assert_eq!(w.resource_version.as_str(), "30");
+    assert_eq!(h.rv(), "30");
+}
+
+#[test]
+fn a_paged_list_restarts_as_a_new_attempt_after_an_expired_continue_token() {
+    let mut h = H::new(Config {
+        page_size: Some(2),
+        paged: true,
+        ..config()
+    });
+    h.step(Input::Start);
+    h.step(Input::Listed(Ok(page(
+        vec![obj("a", 1), obj("b", 2)],
+        "30",
+        Some("t1"),
+    ))));
+    list_opts(&h.step(Input::StoreDone(Ok(()))));
+    let full = list_opts(&h.step(Input::Listed(Err(err(ErrorKind::Expired)))));
+    assert_eq!(full.limit, None);
+    assert_eq!(full.resource_version.as_str(), "0");
+    let out = h.step(Input::Listed(Ok(page(vec![obj("a", 1)], "44", None))));
+    assert_eq!(
+        list_page(&out),
+        (vec!["a".into()], true),
+        "the full list is a new attempt: what the first one listed no longer counts"
+    );
+    let out = h.step(Input::StoreDone(Ok(())));
+    assert!(
+        matches!(out.command, Command::Store(StoreCall::FinishList(ref rv)) if rv.as_str() == "44")
+    );
+}
+
+#[test]
+fn a_paged_list_that_fails_or_is_refused_mid_list_backs_off_and_relists() {
+    let mut h = H::new(Config {
+        page_size: Some(1),
+        paged: true,
+        ..config()
+    });
+    h.step(Input::Start);
+    h.step(Input::Listed(Ok(page(vec![obj("a", 1)], "30", Some("t1")))));
+    list_opts(&h.step(Input::StoreDone(Ok(()))));
+    let out = h.step(Input::Listed(Err(err(ErrorKind::Other))));
+    assert!(matches!(out.command, Command::Sleep(_)));
+    assert!(matches!(out.report, Some(ReflectorError::List(_))));
+    let again = list_opts(&h.step(Input::Slept));
+    assert!(again.continue_token.is_none(), "a new list from the start");
+    let out = h.step(Input::Listed(Ok(page(vec![obj("a", 1)], "31", Some("t2")))));
+    assert!(list_page(&out).1);
+    let out = h.step(Input::StoreDone(Err(Se)));
+    assert!(matches!(out.command, Command::Sleep(_)));
+    assert!(matches!(
+        out.report,
+        Some(ReflectorError::Store {
+            operation: StoreOperation::Replace,
+            ..
+        })
+    ));
+    assert_eq!(h.rv(), "");
+}
+
+#[test]
+fn a_paged_list_counts_objects_across_pages_against_the_limit() {
+    let mut h = H::new(Config {
+        page_size: Some(2),
+        paged: true,
+        limits: ListLimits {
+            max_pages: 100,
+            max_objects: 3,
+        },
+        ..config()
+    });
+    h.step(Input::Start);
+    h.step(Input::Listed(Ok(page(
+        vec![obj("a", 1), obj("b", 1)],
+        "30",
+        Some("t1"),
+    ))));
+    h.step(Input::StoreDone(Ok(())));
+    let out = h.step(Input::Listed(Ok(page(
+        vec![obj("c", 1), obj("d", 1)],
+        "30",
+        Some("t2"),
+    ))));
+    assert!(matches!(
+        out.report,
+        Some(ReflectorError::BadInput(BadInput::ListTooLong {
+            objects: 4,
+            ..
+        }))
+    ));
+}
