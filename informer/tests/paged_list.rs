@@ -1,0 +1,337 @@
+//! Lists reach the informer page by page: each page is in the cache (and the handlers' buffers)
+//! before the next is fetched, deletions are inferred across pages once the list is complete,
+//! and `has_synced` waits for the first list's last page. No object is lost or delivered twice.
+
+mod common;
+
+use common::{cache_view, replay, Pod, Recorder, WAIT};
+use futures::stream;
+use kcache_core::{FakeClock, ResourceVersion};
+use kcache_informer::{CacheReader, Event, InformerOptions, SharedIndexInformer};
+use kcache_reflector::{
+    BackendError, ErrorKind, ListOptions, ListPage, ListWatcher, WatchOptions, WatchStream,
+};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+use tokio::sync::watch;
+
+#[derive(Debug, thiserror::Error)]
+#[error("paged source: {0:?}")]
+struct Failure(ErrorKind);
+
+impl BackendError for Failure {
+    fn kind(&self) -> ErrorKind {
+        self.0
+    }
+}
+
+type Cache = CacheReader<Pod, kcache_core::ObjectAccessor>;
+
+/// Answers lists from a script of pages (a continue token is the next page's index); before it
+/// answers a continue request it records what the informer's cache holds. Continue requests wait
+/// for `gate` to reach their page number. The first watch fails as expired (a relist), later
+/// ones stay open and silent.
+struct PagedSource {
+    /// Each list: its pages (objects, or an error), its version.
+    lists: Mutex<VecDeque<(Vec<Result<Vec<Pod>, ErrorKind>>, u64)>>,
+    current: Mutex<Option<(Vec<Result<Vec<Pod>, ErrorKind>>, u64)>>,
+    watches: AtomicUsize,
+    cache: OnceLock<Cache>,
+    /// The cache's content when each continue request came: (page asked for, keys and values).
+    seen: Mutex<Vec<(usize, Vec<(String, u32)>)>>,
+    gate: watch::Sender<usize>,
+}
+
+impl PagedSource {
+    fn new(lists: Vec<(Vec<Result<Vec<Pod>, ErrorKind>>, u64)>) -> Arc<Self> {
+        Arc::new(Self {
+            lists: Mutex::new(lists.into()),
+            current: Mutex::new(None),
+            watches: AtomicUsize::new(0),
+            cache: OnceLock::new(),
+            seen: Mutex::new(Vec::new()),
+            gate: watch::channel(usize::MAX).0,
+        })
+    }
+}
+
+impl ListWatcher<Pod> for PagedSource {
+    type Error = Failure;
+
+    async fn list(&self, opts: &ListOptions) -> Result<ListPage<Pod>, Failure> {
+        let index = match &opts.continue_token {
+            None => {
+                let next = self.lists.lock().unwrap().pop_front();
+                let mut cur = self.current.lock().unwrap();
+                if let Some(next) = next {
+                    *cur = Some(next);
+                }
+                0
+            }
+            Some(t) => t.parse::<usize>().unwrap(),
+        };
+        if index > 0 {
+            let mut gate = self.gate.subscribe();
+            tokio::time::timeout(WAIT, gate.wait_for(|g| *g >= index))
+                .await
+                .expect("the test opens the gate")
+                .unwrap();
+            let held = self.cache.get().map(|c| {
+                let mut v: Vec<_> = c.list().iter().map(|p| (p.key(), p.value)).collect();
+                v.sort();
+                v
+            });
+            self.seen
+                .lock()
+                .unwrap()
+                .push((index, held.unwrap_or_default()));
+        }
+        let cur = self.current.lock().unwrap();
+        let (pages, rv) = cur.as_ref().expect("a scripted list");
+        let page = pages[index].clone().map_err(Failure)?;
+        let items = page
+            .into_iter()
+            .map(|mut p| {
+                p.rv = ResourceVersion::from(u64::from(p.value) + 100);
+                Arc::new(p)
+            })
+            .collect();
+        Ok(ListPage {
+            items,
+            resource_version: (*rv).into(),
+            continue_token: (index + 1 < pages.len()).then(|| (index + 1).to_string()),
+        })
+    }
+
+    async fn watch(&self, _: &WatchOptions) -> Result<WatchStream<Pod, Failure>, Failure> {
+        if self.watches.fetch_add(1, Ordering::SeqCst) == 0 {
+            Ok(Box::pin(stream::once(async {
+                Err(Failure(ErrorKind::Expired))
+            })))
+        } else {
+            Ok(Box::pin(stream::pending()))
+        }
+    }
+}
+
+fn pods(names: &[(&str, u32)]) -> Result<Vec<Pod>, ErrorKind> {
+    Ok(names.iter().map(|&(n, v)| Pod::new(n, v)).collect())
+}
+
+type Informer = SharedIndexInformer<Pod, Arc<PagedSource>>;
+
+fn start(
+    src: &Arc<PagedSource>,
+    clock: &FakeClock,
+) -> (
+    Arc<Informer>,
+    Recorder,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<()>,
+) {
+    let inf = Arc::new(SharedIndexInformer::with_options(
+        src.clone(),
+        InformerOptions::new()
+            .page_size(2)
+            .clock(Arc::new(clock.clone())),
+    ));
+    src.cache.set(inf.indexer()).ok().unwrap();
+    let rec = Recorder::new();
+    inf.add_event_handler(rec.clone()).unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let i2 = inf.clone();
+    let task = tokio::spawn(async move {
+        i2.run(async {
+            let _ = stopped.await;
+        })
+        .await
+        .unwrap();
+    });
+    (inf, rec, stop, task)
+}
+
+/// Advances the fake clock (past backoffs) until `done`, bounded.
+async fn until(clock: &FakeClock, mut done: impl FnMut() -> bool) {
+    for _ in 0..2000 {
+        if done() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        clock.advance(Duration::from_millis(500));
+    }
+    panic!("never happened");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn has_synced_waits_for_the_last_page_and_each_page_is_cached_before_the_next() {
+    let src = PagedSource::new(vec![(
+        vec![
+            pods(&[("a", 1), ("b", 1)]),
+            pods(&[("c", 1), ("d", 1)]),
+            pods(&[("e", 1)]),
+        ],
+        10,
+    )]);
+    src.gate.send_replace(0);
+    let clock = FakeClock::new();
+    let (inf, rec, stop, task) = start(&src, &clock);
+    // Page 1 is in the cache while page 2 is held back: part of the list, not synced.
+    rec.wait_for(2).await;
+    assert_eq!(inf.indexer().len(), 2);
+    assert!(!inf.has_synced(), "synced after the first page of three");
+    src.gate.send_replace(1);
+    rec.wait_for(4).await;
+    assert!(!inf.has_synced(), "synced before the last page");
+    src.gate.send_replace(2);
+    tokio::time::timeout(WAIT, inf.wait_for_cache_sync())
+        .await
+        .unwrap();
+    assert_eq!(inf.indexer().len(), 5);
+    let seen = src.seen.lock().unwrap().clone();
+    let keys = |s: &[(String, u32)]| s.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(
+        keys(&seen[0].1),
+        ["default/a", "default/b"],
+        "page 1 cached before page 2 is fetched"
+    );
+    assert_eq!(
+        keys(&seen[1].1).len(),
+        4,
+        "page 2 cached before page 3 is fetched"
+    );
+    // Every object reached the handler once, as an initial add.
+    let events = rec.events();
+    assert_eq!(events.len(), 5);
+    assert!(events.iter().all(|e| matches!(
+        e,
+        Event::Added {
+            is_in_initial_list: true,
+            ..
+        }
+    )));
+    stop.send(()).unwrap();
+    tokio::time::timeout(WAIT, task).await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relist_in_pages_tombstones_exactly_the_keys_no_page_listed() {
+    let src = PagedSource::new(vec![
+        (
+            vec![
+                pods(&[("a", 1), ("b", 1)]),
+                pods(&[("c", 1), ("d", 1)]),
+                pods(&[("e", 1), ("f", 1)]),
+            ],
+            10,
+        ),
+        // The relist (after the expired watch): b, d and f are gone, c and e changed, a did not.
+        (
+            vec![pods(&[("a", 1), ("c", 2)]), pods(&[("e", 2), ("g", 2)])],
+            20,
+        ),
+    ]);
+    let clock = FakeClock::new();
+    let (inf, rec, stop, task) = start(&src, &clock);
+    until(&clock, || inf.last_sync_resource_version().as_str() == "20").await;
+    tokio::time::timeout(WAIT, inf.wait_for_resource_version(&"20".into()))
+        .await
+        .unwrap()
+        .unwrap();
+    // 6 adds, then a (resync) c e (updates) g (add) and 3 tombstones.
+    rec.wait_for(13).await;
+    let events = rec.events();
+    let relist = &events[6..];
+    let mut deleted: Vec<String> = relist
+        .iter()
+        .filter_map(|e| match e {
+            Event::Deleted(d) => {
+                assert!(d.is_final_state_unknown());
+                Some(d.key().as_str().to_owned())
+            }
+            _ => None,
+        })
+        .collect();
+    deleted.sort();
+    assert_eq!(deleted, ["default/b", "default/d", "default/f"]);
+    // The listed objects came before the deletions (client-go's Replace order).
+    let first_delete = relist
+        .iter()
+        .position(|e| matches!(e, Event::Deleted(_)))
+        .unwrap();
+    assert_eq!(first_delete, 4);
+    let expected = cache_view(inf.indexer().list());
+    assert_eq!(expected.len(), 4);
+    assert_eq!(
+        replay(&events),
+        expected,
+        "the handler's view equals the cache"
+    );
+    assert_eq!(
+        expected
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.0))
+            .collect::<Vec<_>>(),
+        [
+            ("default/a", 1),
+            ("default/c", 2),
+            ("default/e", 2),
+            ("default/g", 2)
+        ]
+    );
+    // Page 1 of the relist was in the cache (c changed) before page 2 was fetched.
+    let seen = src.seen.lock().unwrap().clone();
+    let relist_page2 = seen.last().unwrap();
+    assert!(relist_page2.1.contains(&("default/c".to_owned(), 2)));
+    assert!(
+        relist_page2.1.contains(&("default/b".to_owned(), 1)),
+        "deletions wait for the end"
+    );
+    stop.send(()).unwrap();
+    tokio::time::timeout(WAIT, task).await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relist_failing_mid_list_leaves_its_pages_applied_and_the_retry_settles_the_rest() {
+    let src = PagedSource::new(vec![
+        (vec![pods(&[("a", 1), ("b", 1)]), pods(&[("c", 1)])], 10),
+        // The relist fails on its second page, after a and b (now 2) were applied...
+        (vec![pods(&[("a", 2), ("b", 2)]), Err(ErrorKind::Other)], 20),
+        // ...the retry no longer has b.
+        (vec![pods(&[("a", 3)]), pods(&[("c", 3)])], 30),
+    ]);
+    let clock = FakeClock::new();
+    let (inf, rec, stop, task) = start(&src, &clock);
+    until(&clock, || inf.last_sync_resource_version().as_str() == "30").await;
+    tokio::time::timeout(WAIT, inf.wait_for_resource_version(&"30".into()))
+        .await
+        .unwrap()
+        .unwrap();
+    let cache = cache_view(inf.indexer().list());
+    assert_eq!(
+        cache
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.0))
+            .collect::<Vec<_>>(),
+        [("default/a", 3), ("default/c", 3)]
+    );
+    // 3 adds; a, b updated by the failed attempt; a, c updated; b tombstoned from the state the
+    // failed attempt applied.
+    rec.wait_for(8).await;
+    let events = rec.events();
+    assert_eq!(replay(&events), cache);
+    let b_deleted: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Deleted(d) => Some(d.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(b_deleted.len(), 1);
+    assert_eq!(b_deleted[0].key().as_str(), "default/b");
+    assert_eq!(b_deleted[0].object().map(|p| p.value), Some(2));
+    stop.send(()).unwrap();
+    tokio::time::timeout(WAIT, task).await.unwrap().unwrap();
+}
