@@ -9,7 +9,8 @@ use futures::stream;
 use kcache_core::{FakeClock, ResourceVersion};
 use kcache_informer::{CacheReader, Event, InformerOptions, SharedIndexInformer};
 use kcache_reflector::{
-    BackendError, ErrorKind, ListOptions, ListPage, ListWatcher, WatchOptions, WatchStream,
+    BackendError, BackoffConfig, ErrorKind, ListOptions, ListPage, ListWatcher, WatchEvent,
+    WatchOptions, WatchStream,
 };
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -42,6 +43,8 @@ struct PagedSource {
     /// The cache's content when each continue request came: (page asked for, keys and values).
     seen: Mutex<Vec<(usize, Vec<(String, u32)>)>>,
     gate: watch::Sender<usize>,
+    /// A deletion the first watch delivers before it expires.
+    first_watch_deletes: Mutex<Option<Pod>>,
 }
 
 impl PagedSource {
@@ -53,6 +56,7 @@ impl PagedSource {
             cache: OnceLock::new(),
             seen: Mutex::new(Vec::new()),
             gate: watch::channel(usize::MAX).0,
+            first_watch_deletes: Mutex::new(None),
         })
     }
 }
@@ -107,9 +111,13 @@ impl ListWatcher<Pod> for PagedSource {
 
     async fn watch(&self, _: &WatchOptions) -> Result<WatchStream<Pod, Failure>, Failure> {
         if self.watches.fetch_add(1, Ordering::SeqCst) == 0 {
-            Ok(Box::pin(stream::once(async {
-                Err(Failure(ErrorKind::Expired))
-            })))
+            // The scripted deletion (if any), then the expiry that forces the relist.
+            let deleted = self.first_watch_deletes.lock().unwrap().take();
+            let events = deleted
+                .into_iter()
+                .map(|p| Ok(WatchEvent::Deleted(Arc::new(p))))
+                .chain([Err(Failure(ErrorKind::Expired))]);
+            Ok(Box::pin(stream::iter(events.collect::<Vec<_>>())))
         } else {
             Ok(Box::pin(stream::pending()))
         }
@@ -131,11 +139,22 @@ fn start(
     tokio::sync::oneshot::Sender<()>,
     tokio::task::JoinHandle<()>,
 ) {
+    start_with(src, clock, InformerOptions::new())
+}
+
+fn start_with(
+    src: &Arc<PagedSource>,
+    clock: &FakeClock,
+    options: InformerOptions<Pod>,
+) -> (
+    Arc<Informer>,
+    Recorder,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<()>,
+) {
     let inf = Arc::new(SharedIndexInformer::with_options(
         src.clone(),
-        InformerOptions::new()
-            .page_size(2)
-            .clock(Arc::new(clock.clone())),
+        options.page_size(2).clock(Arc::new(clock.clone())),
     ));
     src.cache.set(inf.indexer()).ok().unwrap();
     let rec = Recorder::new();
@@ -202,16 +221,31 @@ async fn has_synced_waits_for_the_last_page_and_each_page_is_cached_before_the_n
         4,
         "page 2 cached before page 3 is fetched"
     );
-    // Every object reached the handler once, as an initial add.
+    // Every object reached the handler once, as an initial add (the relist that follows the
+    // expired watch may add updates after them).
+    rec.wait_for(5).await;
     let events = rec.events();
-    assert_eq!(events.len(), 5);
-    assert!(events.iter().all(|e| matches!(
-        e,
-        Event::Added {
-            is_in_initial_list: true,
-            ..
-        }
-    )));
+    let adds: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Added {
+                obj,
+                is_in_initial_list,
+            } => Some((obj.name.clone(), *is_in_initial_list)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        adds,
+        [
+            ("a", true),
+            ("b", true),
+            ("c", true),
+            ("d", true),
+            ("e", true)
+        ]
+        .map(|(n, i)| (n.to_owned(), i))
+    );
     stop.send(()).unwrap();
     tokio::time::timeout(WAIT, task).await.unwrap().unwrap();
 }
@@ -332,6 +366,55 @@ async fn a_relist_failing_mid_list_leaves_its_pages_applied_and_the_retry_settle
     assert_eq!(b_deleted.len(), 1);
     assert_eq!(b_deleted[0].key().as_str(), "default/b");
     assert_eq!(b_deleted[0].object().map(|p| p.value), Some(2));
+    stop.send(()).unwrap();
+    tokio::time::timeout(WAIT, task).await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relist_that_finds_changes_queued_waits_for_them_to_drain_before_each_page() {
+    let src = PagedSource::new(vec![
+        (vec![pods(&[("a", 1), ("b", 1)]), pods(&[("c", 1)])], 10),
+        (
+            vec![pods(&[("b", 2)]), pods(&[("c", 2)]), pods(&[("d", 2)])],
+            20,
+        ),
+    ]);
+    // The watch deletes a (deletions always queue), then expires; with no backoff the relist
+    // starts before the pop loop ran, so its first page is queued behind the deletion.
+    let mut a = Pod::new("a", 1);
+    a.rv = "11".into();
+    *src.first_watch_deletes.lock().unwrap() = Some(a);
+    let clock = FakeClock::new();
+    let no_backoff = BackoffConfig {
+        initial: Duration::ZERO,
+        ..BackoffConfig::default()
+    };
+    let (inf, rec, stop, task) =
+        start_with(&src, &clock, InformerOptions::new().backoff(no_backoff));
+    until(&clock, || inf.last_sync_resource_version().as_str() == "20").await;
+    tokio::time::timeout(WAIT, inf.wait_for_resource_version(&"20".into()))
+        .await
+        .unwrap()
+        .unwrap();
+    // 3 adds, the deletion of a, b and c updated, d added.
+    rec.wait_for(7).await;
+    let events = rec.events();
+    let cache = cache_view(inf.indexer().list());
+    assert_eq!(replay(&events), cache);
+    assert_eq!(
+        cache
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.0))
+            .collect::<Vec<_>>(),
+        [("default/b", 2), ("default/c", 2), ("default/d", 2)]
+    );
+    assert_eq!(events.len(), 7, "no duplicates: {events:?}");
+    let seen = src.seen.lock().unwrap().clone();
+    let last = &seen[seen.len() - 1].1;
+    assert!(
+        last.contains(&("default/c".to_owned(), 2)),
+        "page 2 applied before page 3: {last:?}"
+    );
     stop.send(()).unwrap();
     tokio::time::timeout(WAIT, task).await.unwrap().unwrap();
 }
