@@ -69,6 +69,13 @@ impl<T> State<T> {
 /// - [`write_or_apply`](Self::write_or_apply) lets a consumer that keeps up take an add or an
 ///   update directly, without a queue round trip, when nothing is pending (client-go's newer
 ///   `RealFIFO` direction); the order of changes is the same as through the queue.
+/// - A list can also be taken page by page ([`begin_list`](Self::begin_list),
+///   [`list_page`](Self::list_page) or [`list_page_or_apply`](Self::list_page_or_apply),
+///   [`finish_list`](Self::finish_list)), so a consumer can apply each page before the next is
+///   fetched and a relist never holds the whole new list: the deltas are those of one `replace`
+///   when nothing is popped between pages; the listed keys are remembered across pages, so keys
+///   applied from earlier pages are not tombstoned; `has_synced` cannot turn true before
+///   `finish_list`.
 /// - A failing key accessor or transformer refuses the whole operation (a whole `replace`
 ///   included) and leaves the FIFO unchanged; except through
 ///   [`replace_skipping_refused`](Self::replace_skipping_refused) (what a reflector calls), which

@@ -13,8 +13,10 @@
 //!
 //! A watch add or update that arrives while the FIFO is caught up (nothing queued or being
 //! processed, the informer synced) skips the queue: the sink hands it to `apply_direct`, which
-//! applies it by the same rules. Deletes, lists and resyncs always go through the FIFO
-//! (tombstones, dropped deletes of unseen keys, `Sync` only for keys with nothing pending).
+//! applies it by the same rules. A list page arriving while the FIFO is caught up goes to
+//! `apply_list_page` (`list_page.rs`) the same way. Deletes, the end of a list (its tombstones)
+//! and resyncs always go through the FIFO (dropped deletes of unseen keys, `Sync` only for keys
+//! with nothing pending).
 
 use crate::event::{DeletedObject, Event, Notification};
 use crate::listener::panic_message;

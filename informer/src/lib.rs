@@ -42,6 +42,22 @@
 //! - [`has_synced`](SharedIndexInformer::has_synced) means the first list reached the cache; a
 //!   registration's `has_synced` means it reached that handler (client-go only has the former
 //!   per registration since 1.27, and counts differently for late handlers).
+//! - Lists are applied page by page (kcache only): each page of a list or relist reaches the
+//!   cache and the handlers as it arrives, and the next page is fetched only once it was
+//!   applied; deletions the list reveals (tombstones) come after the last page, as client-go's
+//!   `Replace` puts them after the listed objects. A relist thus holds about one page of new
+//!   objects beside the cache (plus the set of listed keys), where client-go and kube-runtime
+//!   hold the whole new list. What a reader can see: during a relist the cache holds part of the
+//!   new list (objects of the pages applied so far, at the list's version) and part of the old
+//!   state (objects not reached yet, and those the list will delete). client-go's cache passes
+//!   through the same mixed states while its pop loop applies a `Replace`'s deltas one by one;
+//!   what changes is that kcache starts applying before the list is complete. If a list fails
+//!   after some pages, what they applied stays (they were real states, newer than the cache's)
+//!   and the retry's end settles the rest (deletions included); client-go keeps the old cache
+//!   until a list completes. `has_synced` still turns true only once the first list's last page
+//!   (and every deletion it implied) was applied, and the cache's version
+//!   ([`wait_for_resource_version`](SharedIndexInformer::wait_for_resource_version)) moves to the
+//!   list's version only when the list is complete.
 //!
 //! # Examples
 //! ```

@@ -23,7 +23,9 @@ pub(crate) type ShouldResync = Arc<dyn Fn() -> bool + Send + Sync>;
 /// `run` lists (resource version `"0"` first, then the last synced version, `""` after an
 /// Expired or TooLarge answer; paged by client-go's rule, with a full list at the same version if
 /// a continue token expires),
-/// replaces the store's content, then watches from the list's version with bookmarks and a
+/// replaces the store's content (a store with a [page-by-page form](kcache_core::PagedReplace)
+/// gets each page as it arrives, and the next page is fetched only once the store took it; the
+/// list then ends with `finish_list` instead of one `replace`), then watches from the list's version with bookmarks and a
 /// randomized timeout, applying each event to the store. A clean close re-watches (after a backoff
 /// when several watches in a row closed within a second: [`ReflectorError::ShortWatches`]); a `Retry` error
 /// backs off and re-watches; any other error backs off and relists. Optionally, a streaming initial
