@@ -132,15 +132,14 @@ fn objs(list: &[(String, u32)]) -> Vec<Arc<Obj>> {
     list.iter().map(|(n, v)| obj(n, *v)).collect()
 }
 
+/// Objects by name and value.
+type Named = Vec<(String, u32)>;
+/// Writes: (0 add, 1 update, 2 delete), name, value.
+type Writes = Vec<(u8, String, u32)>;
+
 /// A cache state, then writes still queued, then a list: names from a small set so they
 /// overlap.
-fn scenario() -> impl Strategy<
-    Value = (
-        Vec<(String, u32)>,
-        Vec<(u8, String, u32)>,
-        Vec<(String, u32)>,
-    ),
-> {
+fn scenario() -> impl Strategy<Value = (Named, Writes, Named)> {
     let name =
         prop::sample::select(vec!["a", "b", "c", "d", "e", "f", "g", "h"]).prop_map(str::to_owned);
     let uniq = |v: Vec<(String, u32)>| {

@@ -29,6 +29,10 @@ impl BackendError for Failure {
 }
 
 type Cache = CacheReader<Pod, kcache_core::ObjectAccessor>;
+/// A scripted list: its pages (objects, or the error a page request gets) and its version.
+type List = (Vec<Result<Vec<Pod>, ErrorKind>>, u64);
+/// What the cache held when a continue request came: the page asked for, keys and values.
+type Seen = (usize, Vec<(String, u32)>);
 
 /// Answers lists from a script of pages (a continue token is the next page's index); before it
 /// answers a continue request it records what the informer's cache holds. Continue requests wait
@@ -36,19 +40,19 @@ type Cache = CacheReader<Pod, kcache_core::ObjectAccessor>;
 /// ones stay open and silent.
 struct PagedSource {
     /// Each list: its pages (objects, or an error), its version.
-    lists: Mutex<VecDeque<(Vec<Result<Vec<Pod>, ErrorKind>>, u64)>>,
-    current: Mutex<Option<(Vec<Result<Vec<Pod>, ErrorKind>>, u64)>>,
+    lists: Mutex<VecDeque<List>>,
+    current: Mutex<Option<List>>,
     watches: AtomicUsize,
     cache: OnceLock<Cache>,
     /// The cache's content when each continue request came: (page asked for, keys and values).
-    seen: Mutex<Vec<(usize, Vec<(String, u32)>)>>,
+    seen: Mutex<Vec<Seen>>,
     gate: watch::Sender<usize>,
     /// A deletion the first watch delivers before it expires.
     first_watch_deletes: Mutex<Option<Pod>>,
 }
 
 impl PagedSource {
-    fn new(lists: Vec<(Vec<Result<Vec<Pod>, ErrorKind>>, u64)>) -> Arc<Self> {
+    fn new(lists: Vec<List>) -> Arc<Self> {
         Arc::new(Self {
             lists: Mutex::new(lists.into()),
             current: Mutex::new(None),
