@@ -133,6 +133,7 @@ mod filtering;
 mod handler;
 #[cfg(not(kcache_loom))]
 mod informer;
+#[cfg(not(kcache_loom))]
 mod list_page;
 mod listener;
 mod metrics;

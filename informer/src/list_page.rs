@@ -41,7 +41,8 @@ impl<T: Send + Sync + 'static, M: Meta<T>> Shared<T, M> {
             }));
             match written {
                 Ok(Ok(Some(old))) => {
-                    let is_sync = M::same_resource_version(&old, &obj);
+                    let is_sync =
+                        dispatch.filters_unchanged() && M::same_resource_version(&old, &obj);
                     let event = Event::Updated { old, new: obj };
                     dispatch.distribute(&Notification::new(text, event), is_sync);
                 }
