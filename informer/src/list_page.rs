@@ -44,14 +44,14 @@ impl<T: Send + Sync + 'static, M: Meta<T>> Shared<T, M> {
                     let is_sync =
                         dispatch.filters_unchanged() && M::same_resource_version(&old, &obj);
                     let event = Event::Updated { old, new: obj };
-                    dispatch.distribute(&Notification::new(text, event), is_sync);
+                    dispatch.distribute(Notification::new(text, event), is_sync);
                 }
                 Ok(Ok(None)) => {
                     let event = Event::Added {
                         obj,
                         is_in_initial_list,
                     };
-                    dispatch.distribute(&Notification::new(text, event), false);
+                    dispatch.distribute(Notification::new(text, event), false);
                 }
                 Ok(Err(error)) => tracing::error!(
                     informer = %self.name,
