@@ -65,13 +65,17 @@ fn e1_kcache() -> Result<Metrics, String> {
         || "e1-memory: informer not synced after 120 s".into(),
     )?;
     let sync = nanos(start_at, now());
+    // The updates start once the informer's watch is open (as e1 waits for its replay's
+    // watch): `has_synced` may turn true before the reflector opened it (as in client-go), and
+    // a writer that ran more than the source's history window ahead would make it expire.
     check(
         wait_until(Duration::from_secs(60), || {
-            counters
-                .iter()
-                .all(|c| c.adds.load(Ordering::Relaxed) == OBJECTS as u64)
+            source.watcher_count() == 1
+                && counters
+                    .iter()
+                    .all(|c| c.adds.load(Ordering::Relaxed) == OBJECTS as u64)
         }),
-        || "e1-memory: handlers did not see the 100,000 adds".into(),
+        || "e1-memory: handlers did not see the 100,000 adds, or no watch opened".into(),
     )?;
 
     let start_at = now();
