@@ -126,6 +126,14 @@ pub trait KnownObjects<T>: Send + Sync {
     fn list_keys(&self) -> Vec<ObjectKey>;
     /// The known object under `key`, if any.
     fn get_by_key(&self, key: &ObjectKey) -> Option<Arc<T>>;
+    /// The known keys for which `listed` answers false: what a relist left out. The default
+    /// filters [`list_keys`](Self::list_keys); a store can answer without building a key for
+    /// each listed one (after a relist, usually all of them).
+    fn unlisted_keys(&self, listed: &dyn Fn(&str) -> bool) -> Vec<ObjectKey> {
+        let mut keys = self.list_keys();
+        keys.retain(|k| !listed(k.as_str()));
+        keys
+    }
 }
 
 impl<T, K: KnownObjects<T> + ?Sized> KnownObjects<T> for Arc<K> {
@@ -134,5 +142,8 @@ impl<T, K: KnownObjects<T> + ?Sized> KnownObjects<T> for Arc<K> {
     }
     fn get_by_key(&self, key: &ObjectKey) -> Option<Arc<T>> {
         (**self).get_by_key(key)
+    }
+    fn unlisted_keys(&self, listed: &dyn Fn(&str) -> bool) -> Vec<ObjectKey> {
+        (**self).unlisted_keys(listed)
     }
 }

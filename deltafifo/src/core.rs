@@ -311,8 +311,9 @@ impl<T> FifoCore<T> {
             self.enqueue(key.clone(), Delta::tombstone(key, obj));
         }
         if let Some(known) = known {
-            for key in known.list_keys() {
-                if listed.contains(&key) || self.is_pending(&key) {
+            // Only the known keys the list left out are built (after a relist, usually none).
+            for key in known.unlisted_keys(&|k| listed.contains(k)) {
+                if self.is_pending(&key) {
                     continue;
                 }
                 let obj = known.get_by_key(&key);

@@ -438,4 +438,8 @@ impl<T: Send + Sync, M: Meta<T>> KnownObjects<T> for Indexer<T, M> {
     fn get_by_key(&self, key: &ObjectKey) -> Option<Arc<T>> {
         self.store.get(key)
     }
+
+    fn unlisted_keys(&self, listed: &dyn Fn(&str) -> bool) -> Vec<ObjectKey> {
+        self.store.unlisted_keys(listed)
+    }
 }

@@ -361,6 +361,18 @@ impl<T> ThreadSafeStore<T> {
         out
     }
 
+    /// The stored keys for which `listed` answers false (what a relist left out), under one
+    /// read lock; a key is built only for those.
+    pub(crate) fn unlisted_keys(&self, listed: &dyn Fn(&str) -> bool) -> Vec<ObjectKey> {
+        let state = self.state.read();
+        state
+            .items
+            .iter()
+            .filter(|(_, s)| !listed(s.key.as_str()))
+            .filter_map(|(_, s)| s.key.to_key())
+            .collect()
+    }
+
     /// How many objects are stored.
     pub fn len(&self) -> usize {
         self.state.read().items.len()

@@ -109,6 +109,22 @@ fn the_indexer_is_a_reflector_store_and_known_objects() {
 }
 
 #[test]
+fn unlisted_keys_are_the_known_keys_a_relist_left_out() {
+    let store = Arc::new(with_namespace_index());
+    for name in ["a", "b", "c", "d"] {
+        store.add(pod("ns", name).rv("1").arc()).unwrap();
+    }
+    let listed = |k: &str| k == "ns/a" || k == "ns/c";
+    let mut left_out: Vec<String> = KnownObjects::unlisted_keys(&store, &listed)
+        .iter()
+        .map(|k| k.to_string())
+        .collect();
+    left_out.sort();
+    assert_eq!(left_out, ["ns/b", "ns/d"]);
+    assert!(KnownObjects::unlisted_keys(&store, &|_| true).is_empty());
+}
+
+#[test]
 fn objects_are_shared_with_every_reader_never_copied() {
     let store = with_namespace_index();
     let p = pod("ns", "a").label("app", "web").arc();
