@@ -175,47 +175,13 @@ impl<T> FifoCore<T> {
             }
             self.enqueue(key, Delta::new(ty, obj));
         }
-        // Queued keys missing from the list: tombstone from the newest queued state.
-        for key in prior.iter().filter(|k| unlisted.contains(k)) {
-            let newest = self
-                .items
-                .get(key)
-                .and_then(|e| e.deltas.last())
-                .and_then(|d| d.object.object())
-                .cloned();
-            self.enqueue(key.clone(), Delta::tombstone(key.clone(), newest));
-        }
-        // In-flight keys missing from the list and not queued: their consumer may not have
-        // recorded them in the known objects yet, so decide from what was handed out. A key whose
-        // newest handed-out delta was a deletion needs nothing more.
-        // In key order, so a relist's output does not depend on hashing.
-        let mut flying: Vec<(ObjectKey, Option<Arc<T>>)> = self
-            .in_flight
+        let unlisted: Vec<ObjectKey> = prior
             .iter()
-            .filter(|(k, f)| !f.deleted && !self.items.contains_key(*k))
-            .map(|(k, f)| (k.clone(), f.newest.clone()))
+            .filter(|k| unlisted.contains(k))
+            .cloned()
             .collect();
-        flying.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        for (key, obj) in flying {
-            self.enqueue(key.clone(), Delta::tombstone(key, obj));
-        }
-        // Known keys missing from the list with nothing pending: tombstone from the known state.
-        if let Some(known) = known {
-            for key in known.list_keys() {
-                if self.is_pending(&key) {
-                    continue;
-                }
-                let obj = known.get_by_key(&key);
-                self.enqueue(key.clone(), Delta::tombstone(key, obj));
-            }
-        }
-        if !self.populated {
-            self.populated = true;
-            for entry in self.items.values_mut() {
-                entry.initial = true;
-            }
-            self.initial_queued = self.items.len();
-        }
+        // Every listed key is queued now, so the in-flight and known passes need no listed set.
+        self.tombstone_unlisted(unlisted, &|_| false, known);
     }
 
     /// The delta type of a listed object.
@@ -291,7 +257,24 @@ impl<T> FifoCore<T> {
             .filter(|k| !listed.contains(*k))
             .cloned()
             .collect();
-        for key in unlisted {
+        self.tombstone_unlisted(unlisted, &|k| listed.contains(k), known);
+    }
+
+    /// The end of a complete list (whole or paged), by client-go's `Replace` rules and in its
+    /// order: tombstones for the queued keys it left out (`unlisted_queued`, in queue order,
+    /// from their newest queued state), then for keys in flight that are neither queued nor
+    /// `listed` (their consumer may not have recorded them in the known objects yet, so from the
+    /// state handed out; a key whose newest handed-out delta was a deletion needs nothing more;
+    /// in key order, so a relist's output does not depend on hashing), then for known keys the
+    /// list left out with nothing pending (from the known state). The first list fixes the
+    /// initial population.
+    fn tombstone_unlisted(
+        &mut self,
+        unlisted_queued: Vec<ObjectKey>,
+        listed: &dyn Fn(&str) -> bool,
+        known: Option<&dyn KnownObjects<T>>,
+    ) {
+        for key in unlisted_queued {
             let newest = self
                 .items
                 .get(&key)
@@ -303,7 +286,7 @@ impl<T> FifoCore<T> {
         let mut flying: Vec<(ObjectKey, Option<Arc<T>>)> = self
             .in_flight
             .iter()
-            .filter(|(k, f)| !f.deleted && !self.items.contains_key(*k) && !listed.contains(*k))
+            .filter(|(k, f)| !f.deleted && !self.items.contains_key(*k) && !listed(k.as_str()))
             .map(|(k, f)| (k.clone(), f.newest.clone()))
             .collect();
         flying.sort_unstable_by(|a, b| a.0.cmp(&b.0));
@@ -312,7 +295,7 @@ impl<T> FifoCore<T> {
         }
         if let Some(known) = known {
             // Only the known keys the list left out are built (after a relist, usually none).
-            for key in known.unlisted_keys(&|k| listed.contains(k)) {
+            for key in known.unlisted_keys(listed) {
                 if self.is_pending(&key) {
                     continue;
                 }
@@ -320,7 +303,6 @@ impl<T> FifoCore<T> {
                 self.enqueue(key.clone(), Delta::tombstone(key, obj));
             }
         }
-        drop(listed);
         if !self.populated {
             self.populated = true;
             for entry in self.items.values_mut() {
