@@ -12,7 +12,7 @@ mod model;
 
 use crate::core::Next;
 use crate::sync::Mutex;
-use crate::{DeltaFifo, DeltaFifoOptions, DeltaType, Deltas};
+use crate::{DeltaFifo, DeltaFifoOptions, DeltaType, Deltas, Written};
 use kcache_core::{KnownObjects, Object, ObjectKey, ResourceVersion};
 use model::{Model, ModelNext};
 use std::collections::BTreeMap;
@@ -82,6 +82,30 @@ pub enum Op {
     },
     /// `close`.
     Close,
+    /// `write_or_apply`: applied to the known objects directly when the FIFO is caught up,
+    /// else queued as an add (`added`) or an update.
+    WriteOrApply {
+        /// Key selector.
+        key: u8,
+        /// Object payload.
+        val: u8,
+        /// An add (else an update).
+        added: bool,
+    },
+    /// `begin_list`: a paged list attempt starts.
+    BeginList,
+    /// The next page of the paged list: `list_page_or_apply` (applied to the known objects
+    /// when the FIFO is caught up) if `direct`, else `list_page`.
+    ListPage {
+        /// The page's `(key, val)` objects.
+        objects: Vec<(u8, u8)>,
+        /// Offer the page for a direct apply.
+        direct: bool,
+    },
+    /// `finish_list`: the paged list is complete.
+    FinishList,
+    /// `abandon_list`: the paged list attempt failed.
+    AbandonList,
 }
 
 /// The object type of the fuzz driver.
@@ -242,6 +266,91 @@ impl Driver {
         self.model.replace(listed.collect(), known.as_ref());
     }
 
+    /// `write_or_apply`: the model predicts whether it is applied directly (caught up: nothing
+    /// queued or in flight, synced, not closed); an applied object goes to the known objects as a
+    /// popped add or update would.
+    fn write_or_apply(&mut self, key: u8, val: u8, added: bool) {
+        let direct = self.model.idle() && self.model.has_synced();
+        let known = Arc::clone(&self.known);
+        let k = key_of(key);
+        let applied_key = k.clone();
+        let result = self
+            .fifo
+            .write_or_apply(obj(key, val, 0), added, move |_, o| {
+                if let Some(k) = applied_key {
+                    known.0.lock().insert(k, o);
+                }
+                Ok(())
+            });
+        assert_eq!(
+            result.is_err(),
+            self.refused(key, val),
+            "write_or_apply of ({key}, {val})"
+        );
+        let (Ok(written), Some(k)) = (result, k) else {
+            return;
+        };
+        let expected = if direct {
+            Written::Applied
+        } else {
+            Written::Queued
+        };
+        assert_eq!(written, expected, "write_or_apply of ({key}, {val})");
+        if written == Written::Queued {
+            let ty = if added {
+                DeltaType::Added
+            } else {
+                DeltaType::Updated
+            };
+            self.model.add(k, obj(key, val, self.xf()), ty);
+        }
+    }
+
+    /// A page of a paged list, queued or (if `direct` and the FIFO is caught up) applied to the
+    /// known objects as popped `Replaced`/`Sync` deltas would be. Refused objects are left out;
+    /// the rest is taken.
+    fn list_page(&mut self, list: &[(u8, u8)], direct: bool) {
+        let objects = list.iter().map(|&(k, v)| obj(k, v, 0)).collect();
+        let refused = list.iter().any(|&(k, v)| self.refused(k, v));
+        let page: Vec<(ObjectKey, Arc<FuzzObj>)> = list
+            .iter()
+            .filter(|&&(k, v)| !self.refused(k, v))
+            .filter_map(|&(k, v)| Some((key_of(k)?, obj(k, v, self.xf()))))
+            .collect();
+        let applies = direct && self.model.idle();
+        let initial = !self.model.populated;
+        let result = if direct {
+            let known = Arc::clone(&self.known);
+            self.fifo
+                .list_page_or_apply(objects, move |page, is_initial| {
+                    assert_eq!(
+                        is_initial, initial,
+                        "a directly applied page's initial flag"
+                    );
+                    let mut map = known.0.lock();
+                    for (k, o) in page {
+                        map.insert(k, o);
+                    }
+                    Ok(())
+                })
+        } else {
+            self.fifo.list_page(objects).map(|()| Written::Queued)
+        };
+        assert_eq!(result.is_err(), refused, "list page of {list:?}");
+        if let Ok(written) = result {
+            assert_eq!(
+                written == Written::Applied,
+                applies,
+                "list page of {list:?}"
+            );
+        }
+        if applies {
+            self.model.list_applied(page.into_iter().map(|(k, _)| k));
+        } else {
+            self.model.list_page(page);
+        }
+    }
+
     /// Takes the next key from both; returns it if one was handed out.
     fn begin(&mut self) -> Option<(ObjectKey, Deltas<FuzzObj>)> {
         let got = match self.fifo.begin() {
@@ -317,6 +426,21 @@ impl Driver {
             Op::Close => {
                 self.fifo.close();
                 self.model.closed = true;
+            }
+            Op::WriteOrApply { key, val, added } => self.write_or_apply(*key, *val, *added),
+            Op::BeginList => {
+                self.fifo.begin_list();
+                self.model.list_begin();
+            }
+            Op::ListPage { objects, direct } => self.list_page(objects, *direct),
+            Op::FinishList => {
+                self.fifo.finish_list(ResourceVersion::from("1"));
+                let known = self.known_snapshot();
+                self.model.list_finish(known.as_ref());
+            }
+            Op::AbandonList => {
+                self.fifo.abandon_list();
+                self.model.list_abandon();
             }
         }
     }

@@ -1,5 +1,5 @@
-//! Model test: random operation lists (writes, relists with known objects, resyncs, whole and
-//! split pops, closes) drive a real `DeltaFifo` against a naive `BTreeMap`/`Vec` model, compared
+//! Model test: random operation lists (writes, direct writes, relists whole or page by page with
+//! known objects, resyncs, whole and split pops, closes) drive a real `DeltaFifo` against a naive `BTreeMap`/`Vec` model, compared
 //! after every step. The checker is the same `fuzz::run` the `deltafifo_ops` fuzz target calls.
 
 use kcache_deltafifo::fuzz::{run, Op};
@@ -24,6 +24,12 @@ fn op() -> impl Strategy<Value = Op> {
         1 => kv().prop_map(|(key, val)| Op::KnownSet { key, val }),
         1 => (0u8..5).prop_map(|key| Op::KnownRemove { key }),
         1 => Just(Op::Close),
+        2 => (kv(), any::<bool>()).prop_map(|((key, val), added)| Op::WriteOrApply { key, val, added }),
+        1 => Just(Op::BeginList),
+        3 => (proptest::collection::vec(kv(), 0..4), any::<bool>())
+            .prop_map(|(objects, direct)| Op::ListPage { objects, direct }),
+        1 => Just(Op::FinishList),
+        1 => Just(Op::AbandonList),
     ]
 }
 

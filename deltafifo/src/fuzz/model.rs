@@ -28,6 +28,8 @@ pub(super) struct Model {
     initial: Vec<ObjectKey>,
     pub(super) closed: bool,
     emit_replaced: bool,
+    /// The keys listed so far by the paged list in progress, if one is.
+    listing: Option<Vec<ObjectKey>>,
 }
 
 fn newest_state(deltas: &[D]) -> Option<Arc<FuzzObj>> {
@@ -86,20 +88,72 @@ impl Model {
         }
     }
 
+    fn listed_type(&self) -> DeltaType {
+        if self.emit_replaced {
+            DeltaType::Replaced
+        } else {
+            DeltaType::Sync
+        }
+    }
+
     pub(super) fn replace(
         &mut self,
         listed: Vec<(ObjectKey, Arc<FuzzObj>)>,
         known: Option<&BTreeMap<ObjectKey, Arc<FuzzObj>>>,
     ) {
-        let ty = if self.emit_replaced {
-            DeltaType::Replaced
-        } else {
-            DeltaType::Sync
-        };
+        self.listing = None;
+        let ty = self.listed_type();
         let listed_keys: Vec<ObjectKey> = listed.iter().map(|(k, _)| k.clone()).collect();
         for (key, obj) in listed {
             self.push(key, Delta::new(ty, obj));
         }
+        self.settle(&listed_keys, known);
+    }
+
+    /// Whether a direct apply may happen now: nothing queued, nothing in flight, not closed.
+    pub(super) fn idle(&self) -> bool {
+        self.queue.is_empty() && self.in_flight.is_empty() && !self.closed
+    }
+
+    pub(super) fn list_begin(&mut self) {
+        self.listing = Some(Vec::new());
+    }
+
+    pub(super) fn list_abandon(&mut self) {
+        self.listing = None;
+    }
+
+    /// A page queued: as `replace` queues its objects; during the first list each key counts
+    /// as initial once.
+    pub(super) fn list_page(&mut self, page: Vec<(ObjectKey, Arc<FuzzObj>)>) {
+        let ty = self.listed_type();
+        self.listing.get_or_insert_with(Vec::new);
+        for (key, obj) in page {
+            self.listing.get_or_insert_with(Vec::new).push(key.clone());
+            if !self.populated && !self.initial.contains(&key) {
+                self.initial.push(key.clone());
+            }
+            self.push(key, Delta::new(ty, obj));
+        }
+    }
+
+    /// A page the consumer applied directly: its keys count as listed.
+    pub(super) fn list_applied(&mut self, keys: impl IntoIterator<Item = ObjectKey>) {
+        self.listing.get_or_insert_with(Vec::new).extend(keys);
+    }
+
+    pub(super) fn list_finish(&mut self, known: Option<&BTreeMap<ObjectKey, Arc<FuzzObj>>>) {
+        let listed = self.listing.take().unwrap_or_default();
+        self.settle(&listed, known);
+    }
+
+    /// The end of a complete list: tombstones for what it left out (queued keys, then keys in
+    /// flight, then known keys), and the first list fixes the initial population.
+    fn settle(
+        &mut self,
+        listed_keys: &[ObjectKey],
+        known: Option<&BTreeMap<ObjectKey, Arc<FuzzObj>>>,
+    ) {
         let vanished: Vec<(ObjectKey, Option<Arc<FuzzObj>>)> = self
             .queue
             .iter()
