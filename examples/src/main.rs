@@ -26,11 +26,10 @@ use crate::report::{Report, ReportOrFailure};
 use crate::source::Source;
 use crate::world::{check, same_objects, Ctx, Pod, ReplicaSet, Rng, User, UserStats, OWNER_INDEX};
 use indicatif::{ProgressBar, ProgressStyle};
+use kcache_controller::Controller;
 use kcache_core::{Clock, ObjectKey, SystemClock};
 use kcache_indexer::Indexers;
-use kcache_informer::{
-    Controller, HandlerFuncs, InformerFactory, InformerOptions, SharedIndexInformer,
-};
+use kcache_informer::{HandlerFuncs, InformerFactory, InformerOptions, SharedIndexInformer};
 use kcache_memory::MemorySource;
 use kcache_reflector::{FaultInjector, FaultPlan};
 use kcache_workqueue::ItemExponentialFailureRateLimiter;

@@ -3,7 +3,7 @@
 use crate::args::Args;
 use crate::metrics::{DemoMetricsProvider, Histogram};
 use crate::world::{ReconcileStats, UserStats};
-use kcache_informer::ControllerStats;
+use kcache_controller::ControllerStats;
 use kcache_reflector::FaultStats;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;

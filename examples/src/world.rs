@@ -5,8 +5,9 @@
 use crate::metrics::Histogram;
 use crate::source::Source;
 use futures::future::{select, Either};
+use kcache_controller::Action;
 use kcache_core::{Clock, Object, ObjectKey, ResourceVersion, SetResourceVersion};
-use kcache_informer::{Action, SharedIndexInformer};
+use kcache_informer::SharedIndexInformer;
 use kcache_reflector::FaultInjector;
 use kcache_workqueue::metrics::HistogramMetric;
 use std::collections::HashMap;

@@ -123,8 +123,6 @@
 #[cfg(not(kcache_loom))]
 mod apply;
 mod buffer;
-#[cfg(not(kcache_loom))]
-mod controller;
 mod error;
 mod event;
 #[cfg(not(kcache_loom))]
@@ -160,10 +158,6 @@ mod sync;
 pub mod loom_support;
 
 pub use buffer::BufferMode;
-#[cfg(not(kcache_loom))]
-pub use controller::{
-    Action, Controller, ControllerBuilder, ControllerError, ControllerHandle, ControllerStats,
-};
 pub use error::{InformerError, ResourceVersionError, WaitError};
 pub use event::{DeletedObject, Event};
 #[cfg(not(kcache_loom))]

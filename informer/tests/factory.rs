@@ -231,5 +231,4 @@ fn start_outside_a_runtime_is_a_typed_error_unless_given_one() {
 fn factory_errors_are_send_sync_static() {
     fn assert_error<E: std::error::Error + Send + Sync + 'static>() {}
     assert_error::<FactoryError>();
-    assert_error::<kcache_informer::ControllerError>();
 }

@@ -14,9 +14,10 @@
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kcache_controller::{Action, Controller};
 use kcache_core::ObjectKey;
 use kcache_indexer::Indexers;
-use kcache_informer::{Action, CacheReader, Controller, InformerOptions, SharedIndexInformer};
+use kcache_informer::{CacheReader, InformerOptions, SharedIndexInformer};
 use kcache_kube::{KubeListWatcher, KubeMeta};
 use kcache_workqueue::default_controller_rate_limiter;
 use kube::api::{DeleteParams, PostParams};

@@ -14,7 +14,7 @@
 //! | `Store::wait_until_ready` | `has_synced` / `wait_for_cache_sync` | per handler too: a handler's registration is synced once its initial events were delivered |
 //! | `store_shared` + `reflect_shared` + `subscribe()` (unstable) | `add_event_handler` on one shared informer | handlers can join late (they get the cache replayed), receive deletes with the last state and old/new pairs on update, each with its own buffer so a slow one never holds back the others |
 //! | `WatchStreamExt::modify` | `SharedIndexInformer::set_transform` | strip `managedFields` before caching |
-//! | `Controller::new(api, cfg).owns(..).watches(..).run(reconcile, error_policy, ctx)` | `kcache_informer::Controller``::builder(name).watches(&informer).owns(&informer, map).workers(n).build()?.run(reconcile)` | workers pull keys from a rate-limited work queue; `reconcile(key)` reads the cache and may find the object gone (handle deletion there, no `ObjectNotFound` error) |
+//! | `Controller::new(api, cfg).owns(..).watches(..).run(reconcile, error_policy, ctx)` | `kcache_controller::Controller``::builder(name).watches(&informer).owns(&informer, map).workers(n).build()?.run(reconcile)` | workers pull keys from a rate-limited work queue; `reconcile(key)` reads the cache and may find the object gone (handle deletion there, no `ObjectNotFound` error) |
 //! | `Action::requeue(d)` / `Action::await_change()` | `Action::RequeueAfter(d)` / `Action::Done` | |
 //! | `error_policy(obj, err, ctx) -> Action` | return `Err(e)` | per-key exponential backoff (5 ms … 1000 s) plus an overall token bucket, reset when the key succeeds (`forget`); `max_retries` drops a key after N failures in a row |
 //! | `Config::concurrency(n)` (default unbounded, all in one task) | `.workers(n)` | N threads (`run`) or N tokio tasks (`run_async`); a key is never reconciled by two workers at once |
@@ -34,7 +34,8 @@
 //! ```no_run
 //! use k8s_openapi::api::core::v1::ConfigMap;
 //! use kcache_core::ObjectKey;
-//! use kcache_informer::{Action, Controller, InformerOptions, SharedIndexInformer};
+//! use kcache_controller::{Action, Controller};
+//! use kcache_informer::{InformerOptions, SharedIndexInformer};
 //! use kcache_kube::{KubeListWatcher, KubeMeta};
 //! use kube::{Api, Client, Config};
 //! use std::{sync::Arc, time::Duration};

@@ -6,12 +6,14 @@
 //! runtime of their own in a driver thread: the test tells it to advance time, and it answers once
 //! every elector has acted on the new time and waits on the clock again. Nothing sleeps.
 
+// The informer's test support (a pod-like object, a memory source on a fake clock, a running informer).
+#[path = "../../informer/tests/common/mod.rs"]
 mod common;
 
 use common::{informer, run, source, synced, Pod, WAIT};
 use futures::future::BoxFuture;
+use kcache_controller::{Action, Controller, ControllerHandle};
 use kcache_core::{FakeClock, ObjectKey};
-use kcache_informer::{Action, Controller, ControllerHandle};
 use kcache_leaderelection::{InProcessLock, LeaderElectionConfig, LeaderElector, LeaderStatus};
 use std::sync::Arc;
 use std::time::Duration;

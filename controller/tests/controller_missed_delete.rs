@@ -26,15 +26,13 @@
 //! it, and a key whose change is being applied to the indexer is in flight, so `replace` skips it.
 //! What the controller does with one (`watches`: enqueues the tombstone's key; `owns`: enqueues
 //! nothing, reported with `tracing::warn!`) is covered by the unit tests in
-//! `informer/src/controller/enqueue.rs`.
+//! `controller/src/controller/enqueue.rs`.
 
 use futures::future::{select, Either};
 use futures::stream::{self, StreamExt};
+use kcache_controller::{Action, Controller, ControllerHandle};
 use kcache_core::{FakeClock, Object, ObjectKey, ResourceVersion};
-use kcache_informer::{
-    Action, Controller, ControllerHandle, DeletedObject, HandlerFuncs, InformerOptions,
-    SharedIndexInformer,
-};
+use kcache_informer::{DeletedObject, HandlerFuncs, InformerOptions, SharedIndexInformer};
 use kcache_memory::{MemoryError, MemorySource, SetResourceVersion};
 use kcache_reflector::{
     BackoffConfig, ListOptions, ListPage, ListWatcher, WatchOptions, WatchStream,

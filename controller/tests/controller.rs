@@ -2,12 +2,15 @@
 //! Done / RequeueAfter / errors with backoff / max retries, graceful drain, caught panics, async
 //! workers, metrics by name. Delays run on a FakeClock; every wait is bounded and notified.
 
+// The informer's test support (a pod-like object, a memory source on a fake clock, a running informer).
+#[path = "../../informer/tests/common/mod.rs"]
 mod common;
 
 use common::{informer, run, source, synced, Pod, WAIT};
 use futures::future::BoxFuture;
+use kcache_controller::{Action, Controller, ControllerError, ControllerHandle};
 use kcache_core::{FakeClock, ObjectKey};
-use kcache_informer::{Action, Controller, ControllerError, ControllerHandle, HasSynced};
+use kcache_informer::HasSynced;
 use kcache_workqueue::metrics::{CounterMetric, GaugeMetric, HistogramMetric, SettableGaugeMetric};
 use kcache_workqueue::{ItemExponentialFailureRateLimiter, MetricsProvider, NoopMetricsProvider};
 use std::collections::BTreeSet;
@@ -35,7 +38,10 @@ async fn reconciled(handle: &ControllerHandle, n: u64) {
 }
 
 /// A controller over a fake clock, with the per-key exponential limiter `base`..`max`.
-fn fake_clock_controller(clock: &FakeClock, base: Duration) -> kcache_informer::ControllerBuilder {
+fn fake_clock_controller(
+    clock: &FakeClock,
+    base: Duration,
+) -> kcache_controller::ControllerBuilder {
     Controller::builder("test")
         .clock(Arc::new(clock.clone()))
         .rate_limiter(ItemExponentialFailureRateLimiter::new(

@@ -4,9 +4,9 @@ use super::enqueue::{EnqueueMapped, EnqueueOwn};
 use super::handle::Counters;
 use super::worker::Core;
 use super::{Controller, ControllerError, Remover};
-use crate::informer::SharedIndexInformer;
-use crate::registration::{HandlerOptions, HasSynced};
 use kcache_core::{Clock, Meta, ObjectKey, SystemClock};
+use kcache_informer::SharedIndexInformer;
+use kcache_informer::{HandlerOptions, HasSynced};
 use kcache_leaderelection::LeaderGate;
 use kcache_reflector::ListWatcher;
 use kcache_workqueue::{
@@ -34,7 +34,7 @@ struct Registered {
 /// # Examples
 /// ```
 /// use kcache_core::FakeClock;
-/// use kcache_informer::Controller;
+/// use kcache_controller::Controller;
 /// use kcache_workqueue::{ItemExponentialFailureRateLimiter, NoopMetricsProvider};
 /// use std::sync::Arc;
 /// use std::time::Duration;
@@ -49,7 +49,7 @@ struct Registered {
 ///     .metrics(Arc::new(NoopMetricsProvider))
 ///     .build()?;
 /// assert_eq!(controller.name(), "replicasets");
-/// # Ok::<(), kcache_informer::ControllerError>(())
+/// # Ok::<(), kcache_controller::ControllerError>(())
 /// ```
 pub struct ControllerBuilder {
     name: String,
@@ -187,7 +187,7 @@ impl ControllerBuilder {
     ///
     /// # Examples
     /// ```
-    /// use kcache_informer::Controller;
+    /// use kcache_controller::Controller;
     /// use kcache_leaderelection::{InProcessLock, LeaderElectionConfig, LeaderElector};
     ///
     /// let elector = LeaderElector::new(InProcessLock::new("replica-a"), LeaderElectionConfig::new())?;
@@ -260,7 +260,7 @@ impl ControllerBuilder {
 
 fn register<T, L, M>(
     informer: &SharedIndexInformer<T, L, M>,
-    handler: impl crate::ResourceEventHandler<T>,
+    handler: impl kcache_informer::ResourceEventHandler<T>,
     controller: &str,
 ) -> Result<Registered, ControllerError>
 where

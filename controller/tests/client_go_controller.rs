@@ -14,11 +14,14 @@
 //! panic and go on, tested in `controller.rs` and `informer.rs`) and `TestTransformingInformer`
 //! (the transform belongs to the informer's own tests).
 
+// The informer's test support (a pod-like object, a memory source on a fake clock, a running informer).
+#[path = "../../informer/tests/common/mod.rs"]
 mod common;
 
 use common::{informer, run, source, source_view, synced, Pod, WAIT};
+use kcache_controller::{Action, Controller};
 use kcache_core::ObjectKey;
-use kcache_informer::{Action, Controller, Event, HandlerFuncs};
+use kcache_informer::{Event, HandlerFuncs};
 use kcache_memory::{MemoryConfig, MemorySource};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};

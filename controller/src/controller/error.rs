@@ -1,6 +1,6 @@
 //! `ControllerError`: why a controller could not be built or started.
 
-use crate::error::InformerError;
+use kcache_informer::InformerError;
 
 /// Why a [`Controller`](super::Controller) could not be built or started.
 #[derive(Debug, thiserror::Error)]

@@ -10,9 +10,9 @@ pub use builder::ControllerBuilder;
 pub use error::ControllerError;
 pub use handle::{ControllerHandle, ControllerStats};
 
-use crate::registration::HasSynced;
 use handle::Workers;
 use kcache_core::ObjectKey;
+use kcache_informer::HasSynced;
 use kcache_workqueue::RateLimitingQueue;
 use std::fmt;
 use std::future::Future;
@@ -83,7 +83,8 @@ pub(crate) type Remover = Box<dyn Fn() + Send + Sync>;
 /// # Examples
 /// ```
 /// use kcache_core::{ObjectKey, Object, ResourceVersion};
-/// use kcache_informer::{Action, Controller, SharedIndexInformer};
+/// use kcache_controller::{Action, Controller};
+/// use kcache_informer::SharedIndexInformer;
 /// use kcache_memory::{MemorySource, SetResourceVersion};
 /// use std::sync::{mpsc, Arc};
 /// use std::time::Duration;

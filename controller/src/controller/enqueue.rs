@@ -1,8 +1,8 @@
 //! The event handlers that turn an informer's notifications into queue keys.
 
-use crate::event::DeletedObject;
-use crate::handler::ResourceEventHandler;
 use kcache_core::{Meta, ObjectKey};
+use kcache_informer::DeletedObject;
+use kcache_informer::ResourceEventHandler;
 use kcache_workqueue::RateLimitingQueue;
 use std::marker::PhantomData;
 use std::sync::Arc;

@@ -3,10 +3,10 @@
 
 use super::handle::Counters;
 use super::Action;
-use crate::registration::{wait_for_cache_sync, HasSynced};
 use futures::future::{select, Either};
 use futures::FutureExt;
 use kcache_core::ObjectKey;
+use kcache_informer::{wait_for_cache_sync, HasSynced};
 use kcache_leaderelection::LeaderGate;
 use kcache_workqueue::RateLimitingQueue;
 use std::any::Any;
