@@ -1,55 +1,10 @@
-//! Command-line flags, parsed by hand.
+//! Command-line flags, parsed by clap (derive): the same flags as before, a generated `--help`,
+//! and errors that name the flag and what was wrong.
 
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser};
 use std::fmt;
 
-pub(crate) const USAGE: &str = "\
-usage: kcache-demo [--sets N] [--max-replicas R] [--workers W] [--duration-secs D] [--seed S]
-                   [--chaos] [--quiet] [--etcd URL [--etcd-prefix P]
-                   [--leader-elect [--identity NAME] [--lease-secs L]]]
-
-A ReplicaSet controller on kcache's in-memory source (or on etcd, with --etcd). Two shared
-informers (sets; pods with an owner index) feed a Controller whose W workers create and delete
-pods until every set has its desired replica count, and delete the pods of deleted sets. For D seconds a seeded \"user\" keeps
-scaling, deleting and creating sets; then the demo waits for the world to converge, checks it
-against the source, and prints a report.
-
-options:
-  --sets N           sets at the start, 1..=100000          (default 100)
-  --max-replicas R   desired replicas are drawn in 0..=R,    (default 8)
-                     R at most 1000
-  --workers W        reconcile workers, 1..=1024             (default 4)
-  --duration-secs D  how long the user keeps changing sets,  (default 10)
-                     0..=3600
-  --seed S           seed of the user's (and the chaos') choices (default 1)
-  --chaos            also delete random pods, and inject watch/list faults (errors, cut and
-                     duplicated watches, delays) until the user stops
-  --quiet            no progress bar (for CI logs)
-  --etcd URL         keep the world in etcd at URL (e.g. http://127.0.0.1:2379) instead of
-                     the embedded in-memory source: objects written through EtcdObjects,
-                     informers over EtcdListWatcher, the final check against a read of etcd
-                     (needs the demo built with `--features etcd`)
-  --etcd-prefix P    the key prefix in etcd                  (default /kcache-demo/);
-                     the demo deletes whatever is under P + \"replicasets/\" and P + \"pods/\"
-                     when it starts, and leaves its final world there
-  --leader-elect     run as one replica of a highly available controller (needs --etcd):
-                     campaign for a lease on the key P + \"leader\"; the informers run
-                     either way (warm standby), the workers and the user only while this
-                     replica leads. The world under P is kept, not cleared, so a replica
-                     that takes over continues it; start every replica with the same P.
-                     Exits once the world this replica leads over has converged (releasing
-                     the lease).
-  --identity NAME    this replica's identity in the election   (default kcache-demo-PID)
-  --lease-secs L     lease duration, 3..=300; renew deadline and retry period scale with
-                     it as client-go's 15 s / 10 s / 2 s       (default 15)
-  -h, --help         print this help
-
-Exit status: 0 when the world converged (every set has exactly its desired pods, no pod is
-orphaned), 1 when it did not, 2 for bad flags.";
-
-const MAX_SETS: usize = 100_000;
-const MAX_REPLICAS: u32 = 1000;
-const MAX_WORKERS: usize = 1024;
-const MAX_DURATION_SECS: u64 = 3600;
 /// The default `--etcd-prefix`.
 #[cfg(feature = "etcd")]
 pub(crate) const DEFAULT_ETCD_PREFIX: &str = "/kcache-demo/";
@@ -74,7 +29,7 @@ impl fmt::Display for Backend {
     }
 }
 
-/// The demo's settings.
+/// The demo's settings, checked.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Args {
     pub(crate) sets: usize,
@@ -112,146 +67,129 @@ impl Default for Args {
     }
 }
 
-/// What the command line asks for.
-#[derive(Debug, PartialEq)]
-pub(crate) enum Command {
-    Run(Args),
-    Help,
-}
-
-/// A flag the demo cannot use; printed above the usage text.
-#[derive(Debug, PartialEq)]
-pub(crate) struct UsageError(String);
-
-impl fmt::Display for UsageError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-/// Parses the flags (without the program name). Accepts `--flag value` and `--flag=value`.
-pub(crate) fn parse(flags: impl IntoIterator<Item = String>) -> Result<Command, UsageError> {
-    let mut args = Args::default();
-    let mut etcd_url: Option<String> = None;
-    let mut etcd_prefix: Option<String> = None;
-    let mut leader_elect = false;
-    let mut identity: Option<String> = None;
-    let mut lease_secs: Option<u64> = None;
-    let mut flags = flags.into_iter();
-    while let Some(flag) = flags.next() {
-        match flag.as_str() {
-            "-h" | "--help" => return Ok(Command::Help),
-            "--chaos" => {
-                args.chaos = true;
-                continue;
-            }
-            "--quiet" => {
-                args.quiet = true;
-                continue;
-            }
-            "--leader-elect" => {
-                leader_elect = true;
-                continue;
-            }
-            _ => {}
-        }
-        let (name, inline) = match flag.split_once('=') {
-            Some((name, value)) => (name.to_string(), Some(value.to_string())),
-            None => (flag, None),
-        };
-        let known = [
-            "--sets",
-            "--max-replicas",
-            "--workers",
-            "--duration-secs",
-            "--seed",
-            "--etcd",
-            "--etcd-prefix",
-            "--identity",
-            "--lease-secs",
-        ];
-        if !known.contains(&name.as_str()) {
-            return Err(UsageError(format!("unknown flag `{name}`")));
-        }
-        let value = match inline.or_else(|| flags.next()) {
-            Some(value) => value,
-            None => return Err(UsageError(format!("`{name}` needs a value"))),
-        };
-        match name.as_str() {
-            "--sets" => args.sets = ranged(&name, &value, 1, MAX_SETS)?,
-            "--max-replicas" => args.max_replicas = ranged(&name, &value, 0, MAX_REPLICAS)?,
-            "--workers" => args.workers = ranged(&name, &value, 1, MAX_WORKERS)?,
-            "--duration-secs" => args.duration_secs = ranged(&name, &value, 0, MAX_DURATION_SECS)?,
-            "--etcd" => etcd_url = Some(etcd_endpoint(&value)?),
-            "--etcd-prefix" => etcd_prefix = Some(key_prefix(&value)?),
-            "--identity" => identity = Some(identity_flag(&value)?),
-            "--lease-secs" => lease_secs = Some(ranged(&name, &value, 3, 300)?),
-            _ => args.seed = ranged(&name, &value, 0, u64::MAX)?,
-        }
-    }
-    args.backend = backend(etcd_url, etcd_prefix)?;
-    args.election = election(&args.backend, leader_elect, identity, lease_secs)?;
-    Ok(Command::Run(args))
-}
-
-/// The election the `--leader-elect` flags ask for.
-fn election(
-    backend: &Backend,
+/// A ReplicaSet controller on kcache's in-memory source (or on etcd, with --etcd).
+///
+/// Two shared informers (sets; pods with an owner index) feed a Controller whose workers create
+/// and delete pods until every set has its desired replica count, and delete the pods of
+/// deleted sets. For --duration-secs a seeded "user" keeps scaling, deleting and creating sets;
+/// then the demo waits for the world to converge, checks it against the source, and prints a
+/// report.
+///
+/// Exit status: 0 when the world converged (every set has exactly its desired pods, no pod is
+/// orphaned), 1 when it did not, 2 for bad flags.
+#[derive(Parser, Debug)]
+#[command(name = "kcache-demo", version, max_term_width = 100)]
+struct Cli {
+    /// Sets at the start.
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    sets: u64,
+    /// Desired replicas are drawn in 0..=R.
+    #[arg(long, value_name = "R", default_value_t = 8, value_parser = clap::value_parser!(u32).range(0..=1000))]
+    max_replicas: u32,
+    /// Reconcile workers.
+    #[arg(long, value_name = "W", default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    workers: u64,
+    /// How long the user keeps changing sets, in seconds.
+    #[arg(long, value_name = "D", default_value_t = 10, value_parser = clap::value_parser!(u64).range(0..=3600))]
+    duration_secs: u64,
+    /// Seed of the user's (and the chaos') choices.
+    #[arg(long, value_name = "S", default_value_t = 1)]
+    seed: u64,
+    /// Also delete random pods, and inject watch/list faults (errors, cut and duplicated
+    /// watches, delays) until the user stops.
+    #[arg(long)]
+    chaos: bool,
+    /// No progress bar (for CI logs).
+    #[arg(long)]
+    quiet: bool,
+    /// Keep the world in etcd at URL (e.g. http://127.0.0.1:2379) instead of the embedded
+    /// in-memory source: objects written through EtcdObjects, informers over EtcdListWatcher,
+    /// the final check against a read of etcd (needs the demo built with `--features etcd`).
+    #[arg(long, value_name = "URL", value_parser = etcd_endpoint)]
+    etcd: Option<String>,
+    /// The key prefix in etcd [default: /kcache-demo/]; the demo deletes whatever is under
+    /// P + "replicasets/" and P + "pods/" when it starts, and leaves its final world there.
+    #[arg(long, value_name = "P", requires = "etcd", value_parser = key_prefix)]
+    etcd_prefix: Option<String>,
+    /// Run as one replica of a highly available controller: campaign for a lease on the key
+    /// P + "leader"; the informers run either way (warm standby), the workers and the user only
+    /// while this replica leads. The world under P is kept, not cleared, so a replica that takes
+    /// over continues it; start every replica with the same P. Exits once the world this
+    /// replica leads over has converged (releasing the lease).
+    #[arg(long, requires = "etcd")]
     leader_elect: bool,
+    /// This replica's identity in the election [default: kcache-demo-PID].
+    #[arg(long, value_name = "NAME", requires = "leader_elect", value_parser = identity)]
     identity: Option<String>,
+    /// Lease duration in seconds; renew deadline and retry period scale with it as client-go's
+    /// 15 s / 10 s / 2 s.
+    #[arg(long, value_name = "L", requires = "leader_elect", value_parser = clap::value_parser!(u64).range(3..=300))]
     lease_secs: Option<u64>,
-) -> Result<Option<ElectionArgs>, UsageError> {
-    if !leader_elect {
-        return match (identity, lease_secs) {
-            (None, None) => Ok(None),
-            _ => Err(UsageError(
-                "`--identity` and `--lease-secs` need `--leader-elect`".into(),
-            )),
-        };
-    }
-    if *backend == Backend::Memory {
-        return Err(UsageError(
-            "`--leader-elect` needs `--etcd URL`: replicas elect their leader through etcd".into(),
-        ));
-    }
-    Ok(Some(ElectionArgs {
-        identity: identity.unwrap_or_else(|| format!("kcache-demo-{}", std::process::id())),
-        lease_secs: lease_secs.unwrap_or(15),
-    }))
 }
 
-/// An election identity: printable, no whitespace, at most 128 bytes.
-fn identity_flag(value: &str) -> Result<String, UsageError> {
-    if !value.is_empty() && value.len() <= 128 && value.chars().all(|c| c.is_ascii_graphic()) {
-        Ok(value.to_owned())
-    } else {
-        Err(UsageError(format!(
-            "`--identity` got `{value}`: expected 1 to 128 printable ASCII characters without spaces"
-        )))
-    }
+/// Parses the command line (the program name first), or returns clap's error: it prints the
+/// help or the version (exit 0) or the problem with a usage line (exit 2) through `exit`.
+pub(crate) fn parse<I, T>(argv: I) -> Result<Args, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cli = Cli::try_parse_from(argv)?;
+    let backend = backend(cli.etcd, cli.etcd_prefix)?;
+    let election = cli.leader_elect.then(|| ElectionArgs {
+        identity: cli
+            .identity
+            .unwrap_or_else(|| format!("kcache-demo-{}", std::process::id())),
+        lease_secs: cli.lease_secs.unwrap_or(15),
+    });
+    Ok(Args {
+        sets: usize::try_from(cli.sets).map_err(|_| invalid("--sets is too large"))?,
+        max_replicas: cli.max_replicas,
+        workers: usize::try_from(cli.workers).map_err(|_| invalid("--workers is too large"))?,
+        duration_secs: cli.duration_secs,
+        seed: cli.seed,
+        chaos: cli.chaos,
+        quiet: cli.quiet,
+        backend,
+        election,
+    })
+}
+
+fn invalid(message: impl fmt::Display) -> clap::Error {
+    Cli::command().error(ErrorKind::ArgumentConflict, message)
 }
 
 /// The backend the `--etcd` flags ask for.
-fn backend(url: Option<String>, prefix: Option<String>) -> Result<Backend, UsageError> {
-    match (url, prefix) {
-        (None, None) => Ok(Backend::Memory),
-        (None, Some(_)) => Err(UsageError("`--etcd-prefix` needs `--etcd URL`".into())),
+fn backend(url: Option<String>, prefix: Option<String>) -> Result<Backend, clap::Error> {
+    match url {
+        None => Ok(Backend::Memory),
         #[cfg(feature = "etcd")]
-        (Some(url), prefix) => Ok(Backend::Etcd {
+        Some(url) => Ok(Backend::Etcd {
             url,
             prefix: prefix.unwrap_or_else(|| DEFAULT_ETCD_PREFIX.to_owned()),
         }),
         #[cfg(not(feature = "etcd"))]
-        (Some(_), _) => Err(UsageError(
-            "`--etcd` needs the demo built with etcd support: \
-             cargo run --release -p kcache-demo --features etcd -- --etcd URL"
-                .into(),
-        )),
+        Some(_) => {
+            let _ = prefix;
+            Err(invalid(
+                "`--etcd` needs the demo built with etcd support: \
+                 cargo run --release -p kcache-demo --features etcd -- --etcd URL",
+            ))
+        }
+    }
+}
+
+/// An election identity: printable, no whitespace, at most 128 bytes.
+fn identity(value: &str) -> Result<String, String> {
+    if !value.is_empty() && value.len() <= 128 && value.chars().all(|c| c.is_ascii_graphic()) {
+        Ok(value.to_owned())
+    } else {
+        Err("expected 1 to 128 printable ASCII characters without spaces".into())
     }
 }
 
 /// An etcd endpoint: `http://` or `https://`, then a host.
-fn etcd_endpoint(value: &str) -> Result<String, UsageError> {
+fn etcd_endpoint(value: &str) -> Result<String, String> {
     let rest = value
         .strip_prefix("http://")
         .or_else(|| value.strip_prefix("https://"));
@@ -259,51 +197,35 @@ fn etcd_endpoint(value: &str) -> Result<String, UsageError> {
         Some(host) if !host.is_empty() && !host.contains(char::is_whitespace) => {
             Ok(value.to_owned())
         }
-        _ => Err(UsageError(format!(
-            "`--etcd` got `{value}`: expected an endpoint like http://127.0.0.1:2379"
-        ))),
+        _ => Err("expected an endpoint like http://127.0.0.1:2379".into()),
     }
 }
 
 /// A key prefix: starts with `/`, and is more than `/` (the demo clears two prefixes below it).
-fn key_prefix(value: &str) -> Result<String, UsageError> {
+fn key_prefix(value: &str) -> Result<String, String> {
     if value.starts_with('/') && !value.trim_matches('/').is_empty() {
         Ok(value.to_owned())
     } else {
-        Err(UsageError(format!(
-            "`--etcd-prefix` got `{value}`: expected a key prefix like /kcache-demo/ (not `/`)"
-        )))
+        Err("expected a key prefix like /kcache-demo/ (not `/`)".into())
     }
-}
-
-fn ranged<N>(name: &str, value: &str, min: N, max: N) -> Result<N, UsageError>
-where
-    N: std::str::FromStr + PartialOrd + fmt::Display,
-{
-    let n: N = value.parse().map_err(|_| {
-        UsageError(format!(
-            "`{name}` got `{value}`, which is not a valid number"
-        ))
-    })?;
-    if n < min || n > max {
-        return Err(UsageError(format!(
-            "`{name}` must be between {min} and {max}, got `{value}`"
-        )));
-    }
-    Ok(n)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn run(flags: &[&str]) -> Result<Command, UsageError> {
-        parse(flags.iter().map(|s| s.to_string()))
+    fn run(flags: &[&str]) -> Result<Args, clap::Error> {
+        parse(std::iter::once("kcache-demo").chain(flags.iter().copied()))
+    }
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
     }
 
     #[test]
     fn no_flags_give_the_defaults() {
-        assert_eq!(run(&[]), Ok(Command::Run(Args::default())));
+        assert_eq!(run(&[]).ok(), Some(Args::default()));
     }
 
     #[test]
@@ -331,7 +253,7 @@ mod tests {
             backend: Backend::Memory,
             election: None,
         };
-        assert_eq!(parsed, Ok(Command::Run(expected)));
+        assert_eq!(parsed.ok(), Some(expected));
     }
 
     #[test]
@@ -385,15 +307,13 @@ mod tests {
             "--lease-secs",
             "3",
         ]);
-        let Ok(Command::Run(args)) = parsed else {
-            panic!("refused: {parsed:?}");
-        };
+        let election = parsed.map(|args| args.election);
         assert_eq!(
-            args.election,
-            Some(ElectionArgs {
+            election.ok(),
+            Some(Some(ElectionArgs {
                 identity: "replica-a".into(),
                 lease_secs: 3
-            })
+            }))
         );
     }
 
@@ -416,10 +336,7 @@ mod tests {
     #[cfg(feature = "etcd")]
     #[test]
     fn etcd_flags_choose_etcd_with_a_default_prefix() {
-        let backend = |flags: &[&str]| match run(flags) {
-            Ok(Command::Run(args)) => Some(args.backend),
-            _ => None,
-        };
+        let backend = |flags: &[&str]| run(flags).ok().map(|args| args.backend);
         assert_eq!(
             backend(&["--etcd", "http://127.0.0.1:2379"]),
             Some(Backend::Etcd {
@@ -440,11 +357,11 @@ mod tests {
     #[test]
     fn etcd_flags_without_the_feature_say_how_to_build_it() {
         let err = run(&["--etcd", "http://127.0.0.1:2379"]).err();
-        assert!(err.is_some_and(|e| e.0.contains("--features etcd")));
+        assert!(err.is_some_and(|e| e.to_string().contains("--features etcd")));
     }
 
     #[test]
-    fn bad_flags_are_usage_errors_not_panics() {
+    fn bad_flags_are_usage_errors_naming_the_flag() {
         for flags in [
             &["--sets"][..],
             &["--sets", "many"],
@@ -460,12 +377,41 @@ mod tests {
             &["--verbose"],
             &["sets"],
         ] {
-            assert!(run(flags).is_err(), "{flags:?} was accepted");
+            let err = run(flags).err();
+            assert!(
+                err.as_ref().is_some_and(|e| e.exit_code() == 2),
+                "{flags:?} was accepted or not a usage error: {err:?}"
+            );
         }
+        let err = run(&["--sets", "0"]).err().map(|e| e.to_string());
+        assert!(
+            err.is_some_and(|e| e.contains("--sets")),
+            "the error names the flag"
+        );
     }
 
     #[test]
-    fn help_wins() {
-        assert_eq!(run(&["--sets", "1", "--help"]), Ok(Command::Help));
+    fn help_wins_and_lists_every_flag() {
+        let err = run(&["--sets", "1", "--help"]).err();
+        assert!(err
+            .as_ref()
+            .is_some_and(|e| e.kind() == ErrorKind::DisplayHelp));
+        let help = Cli::command().render_long_help().to_string();
+        for flag in [
+            "--sets",
+            "--max-replicas",
+            "--workers",
+            "--duration-secs",
+            "--seed",
+            "--chaos",
+            "--quiet",
+            "--etcd",
+            "--etcd-prefix",
+            "--leader-elect",
+            "--identity",
+            "--lease-secs",
+        ] {
+            assert!(help.contains(flag), "--help lacks {flag}");
+        }
     }
 }

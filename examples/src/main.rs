@@ -19,7 +19,7 @@ mod report;
 mod source;
 mod world;
 
-use crate::args::{Args, Backend, Command, USAGE};
+use crate::args::{Args, Backend};
 use crate::election::Election;
 use crate::metrics::DemoMetricsProvider;
 use crate::report::{Report, ReportOrFailure};
@@ -47,27 +47,10 @@ const SETTLE_LIMIT: Duration = Duration::from_secs(120);
 const LOOK_EVERY: Duration = Duration::from_millis(100);
 
 fn main() -> ExitCode {
-    let flags: Result<Vec<String>, _> = std::env::args_os()
-        .skip(1)
-        .map(|a| a.into_string())
-        .collect();
-    let command = match flags {
-        Ok(flags) => args::parse(flags),
-        Err(bad) => {
-            eprintln!("kcache-demo: flag {bad:?} is not valid UTF-8\n\n{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
-    let args = match command {
-        Ok(Command::Run(args)) => args,
-        Ok(Command::Help) => {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            eprintln!("kcache-demo: {e}\n\n{USAGE}");
-            return ExitCode::from(2);
-        }
+    let args = match args::parse(std::env::args_os()) {
+        Ok(args) => args,
+        // `--help` and `--version` print and exit 0; a bad flag prints what was wrong and exits 2.
+        Err(e) => e.exit(),
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
