@@ -415,6 +415,20 @@ impl Runner {
         let shared = &queue.shared;
         assert_eq!(shared.waiting(), model.waiting.len(), "waiting {ctx}");
         assert_eq!(shared.is_draining(), model.draining, "draining {ctx}");
+        // The schedule's memory is bounded by the items waiting, not by the calls made: every
+        // entry is an item's live one or counted stale, and stale ones never pile up past the
+        // compaction threshold.
+        let (entries, _) = shared.timer.footprint();
+        let stale = shared.stale.load(Ordering::SeqCst);
+        assert_eq!(
+            entries,
+            model.waiting.len() + stale,
+            "schedule entries {ctx}"
+        );
+        assert!(
+            stale <= model.waiting.len() + crate::queue::compact::SLACK,
+            "{stale} stale entries {ctx}"
+        );
         // The ready FIFO cannot be walked without popping it; its order is checked by every `get`
         // (against the model's front) and its length above.
         for k in 0..KEYS {

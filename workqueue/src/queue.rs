@@ -16,6 +16,7 @@
 //! client-go, where the mutex picks one. One item is never queued twice, so "FIFO by first add"
 //! holds per item.
 
+pub(crate) mod compact;
 mod delays;
 mod fifo;
 mod get_async;

@@ -102,3 +102,16 @@ fn parked_tasks_are_woken_for_ready_items_and_at_shutdown() {
         Repoll(0),
     ]);
 }
+
+#[test]
+fn a_key_cycling_through_a_long_delay_and_an_add_keeps_the_schedule_within_its_bound() {
+    use Op::*;
+    // Each cycle leaves one stale entry far in the future; the checker asserts after every step
+    // that stale entries stay within the compaction bound (one entry per cycle before the fix).
+    let mut ops = Vec::new();
+    for _ in 0..100 {
+        ops.extend([AddAfter(3, 60_000), Add(3), Get, DoneInFlight(0)]);
+    }
+    ops.push(ShutDown);
+    run(&ops);
+}

@@ -128,6 +128,30 @@ impl<T> Delays<T> {
     pub(crate) fn clear(&mut self) {
         self.buckets.clear();
     }
+
+    /// Keeps only the entries `live` says yes to (in their order); returns how many it dropped.
+    /// Buckets left empty go, and a bucket left with far more room than entries shrinks.
+    pub(crate) fn retain(&mut self, mut live: impl FnMut(&Entry<T>) -> bool) -> usize {
+        let mut dropped = 0;
+        self.buckets.retain(|_, b| {
+            let before = b.entries.len();
+            b.entries.retain(&mut live);
+            dropped += before - b.entries.len();
+            if b.entries.capacity() > 2 * b.entries.len() + 16 {
+                b.entries.shrink_to_fit();
+            }
+            !b.entries.is_empty()
+        });
+        dropped
+    }
+
+    /// How many entries there are, and how many the buckets have room for (tests of the
+    /// schedule's memory).
+    pub(crate) fn footprint(&self) -> (usize, usize) {
+        self.buckets.values().fold((0, 0), |(n, cap), b| {
+            (n + b.entries.len(), cap + b.entries.capacity())
+        })
+    }
 }
 
 #[cfg(test)]

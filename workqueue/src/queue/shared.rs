@@ -56,6 +56,11 @@ pub(crate) struct Shared<T> {
     /// [`waiting`](Shared::waiting)).
     started_waiting: CachePadded<AtomicUsize>,
     stopped_waiting: CachePadded<AtomicUsize>,
+    /// Entries in the delay schedule that no longer fire (their item was added now, or moved to
+    /// an earlier deadline): counted up under the item's shard lock when the entry goes stale,
+    /// down when the timer or a compaction drops it. It keeps the schedule's size bounded by the
+    /// items waiting (see [`compact`](super::compact)).
+    pub(crate) stale: CachePadded<AtomicUsize>,
     /// Serializes `shut_down` calls.
     life: Mutex<()>,
     /// Wakes the background thread (delay timer and metrics ticker), if any.
@@ -86,6 +91,7 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
             in_flight: CachePadded::new(AtomicUsize::new(0)),
             started_waiting: CachePadded::new(AtomicUsize::new(0)),
             stopped_waiting: CachePadded::new(AtomicUsize::new(0)),
+            stale: CachePadded::new(AtomicUsize::new(0)),
             life: Mutex::new(()),
             signal: Signal::new(),
             clock,
@@ -125,7 +131,7 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
     }
 
     /// One more item waits for a delay (under its shard lock).
-    fn start_waiting(&self) {
+    pub(crate) fn start_waiting(&self) {
         self.started_waiting.fetch_add(1, Ordering::AcqRel);
     }
 
@@ -142,6 +148,7 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
             drop(shard);
             return false;
         }
+        let mut compact = false;
         // One lookup (the entry) for the new item, the common case.
         let (wake, counted) = match shard.entry(item) {
             Entry::Vacant(v) => {
@@ -165,6 +172,7 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
                         // queue).
                         *slot = Slot::Queued { since: now };
                         self.stop_waiting(1);
+                        compact = self.went_stale();
                         (self.ready.push(o.key().clone()), true)
                     }
                 }
@@ -172,6 +180,9 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
         };
         drop(shard);
         self.after_push(wake, counted);
+        if compact {
+            self.compact_schedule();
+        }
         true
     }
 
@@ -210,6 +221,11 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
                 }
                 let seq = self.timer.schedule(item, at);
                 *slot = Slot::Waiting { at, seq };
+                if self.went_stale() {
+                    drop(shard);
+                    self.compact_schedule();
+                    return Scheduled::Waiting { at };
+                }
             }
         }
         drop(shard);
@@ -339,7 +355,7 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
     /// Moves every live entry due at `now` to the ready queue; returns how many.
     pub(crate) fn fire_due(&self, now: Instant) -> usize {
         let since = self.metrics.as_ref().map(|_| now);
-        let mut fired = 0;
+        let (mut fired, mut dropped) = (0, 0);
         let mut schedule = self.timer.drain();
         while schedule.delays.peek().is_some_and(|e| e.at <= now) {
             let Some(e) = schedule.delays.pop() else {
@@ -357,10 +373,13 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
                     self.stop_waiting(1);
                     self.ready.push_batched(e.item);
                     fired += 1;
+                    continue;
                 }
             }
+            dropped += 1;
         }
         drop(schedule);
+        self.stale_dropped(dropped);
         // One fence for the whole batch; a sleeper per item fired, at most.
         let wake = if fired == 0 {
             0
@@ -382,18 +401,19 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
     /// The earliest live deadline (dropping stale entries on the way).
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
         let mut schedule = self.timer.drain();
+        let mut next = None;
+        let mut dropped = 0;
         while let Some(e) = schedule.delays.peek() {
-            let live = self.slots.lock(&e.item).get(&e.item).copied()
-                == Some(Slot::Waiting {
-                    at: e.at,
-                    seq: e.seq,
-                });
-            if live {
-                return Some(e.at);
+            if self.is_live(e) {
+                next = Some(e.at);
+                break;
             }
             schedule.delays.pop();
+            dropped += 1;
         }
-        None
+        drop(schedule);
+        self.stale_dropped(dropped);
+        next
     }
 
     /// Start times of the items in flight (for the unfinished-work metrics).
@@ -439,10 +459,14 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
                 dropped += usize::from(!keep);
                 keep
             });
+            // The room of the dropped items goes back to the allocator.
+            shard.shrink_to_fit();
         });
-        // After the sweep, the shards hold no waiting item, so `waiting` reads zero.
+        // After the sweep, the shards hold no waiting item, so `waiting` reads zero; no add gets
+        // past `closing` any more, so the schedule and its stale count go for good.
         self.stop_waiting(dropped);
         self.timer.clear();
+        self.stale.store(0, Ordering::Release);
         if let Some(m) = &self.metrics {
             m.delayed_depth.set(0.0);
         }

@@ -94,6 +94,12 @@ impl<T: Eq + Hash> Slots<T> {
         self.shards[i].lock()
     }
 
+    /// The room allocated in every shard (tests of the queue's memory).
+    #[allow(dead_code, reason = "used by tests")]
+    pub(crate) fn capacity(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().capacity()).sum()
+    }
+
     /// Locks every shard in turn, calling `f` on each.
     pub(crate) fn for_each(&self, mut f: impl FnMut(&mut Shard<T>)) {
         for s in self.shards.iter() {

@@ -42,6 +42,17 @@ pub(crate) struct Schedule<T> {
     spare: Vec<Entry<T>>,
 }
 
+impl<T> Schedule<T> {
+    /// Gives back the spare buffer's room if it is much larger than the schedule needs (after a
+    /// compaction: a burst of stale entries grew it).
+    pub(crate) fn shrink_spare(&mut self) {
+        let (n, _) = self.delays.footprint();
+        if self.spare.capacity() > 2 * n + 64 {
+            self.spare = Vec::new();
+        }
+    }
+}
+
 /// The inbox and the schedule of one queue.
 ///
 /// Each of the three shared parts sits on its own cache line: the inbox is locked by every delayed
@@ -127,12 +138,27 @@ impl<T> Timer<T> {
         s
     }
 
+    /// Entries held (inbox and schedule, stale ones included) and the room allocated for them
+    /// (tests of the schedule's memory).
+    #[allow(dead_code, reason = "used by tests and the fuzz model")]
+    pub(crate) fn footprint(&self) -> (usize, usize) {
+        let s = self.schedule.lock();
+        let (n, cap) = s.delays.footprint();
+        let inbox = self.inbox.lock();
+        (
+            n + inbox.entries.len(),
+            cap + s.spare.capacity() + inbox.entries.capacity(),
+        )
+    }
+
     /// Drops every entry (shutdown).
+    /// Its memory goes back to the allocator.
     pub(crate) fn clear(&self) {
         let mut s = self.schedule.lock();
         s.delays.clear();
+        s.spare = Vec::new();
         let mut inbox = self.inbox.lock();
-        inbox.entries.clear();
+        inbox.entries = Vec::new();
         inbox.earliest = None;
     }
 }
