@@ -4,6 +4,7 @@ mod builder;
 mod enqueue;
 mod error;
 mod handle;
+mod resync;
 mod worker;
 
 pub use builder::ControllerBuilder;
@@ -28,6 +29,12 @@ pub enum Action {
     /// Done for now: forget the retry history and reconcile the key again after the delay
     /// (`add_after`; a zero delay requeues at once).
     RequeueAfter(Duration),
+    /// Not done, without an error: reconcile the key again after the rate limiter's delay
+    /// (`add_rate_limited`, so repeated requeues back off), as controller-runtime's
+    /// `Result{Requeue: true}`. For a level-triggered reconcile that wrote, waited for its
+    /// writes to reach the cache, and still finds the world different from its wish. Counted in
+    /// [`ControllerStats::requeues`], never in `errors`, and never dropped by `max_retries`.
+    Requeue,
 }
 
 /// A removal of one of the controller's event handlers.

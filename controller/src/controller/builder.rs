@@ -2,6 +2,7 @@
 
 use super::enqueue::{EnqueueMapped, EnqueueOwn};
 use super::handle::Counters;
+use super::resync::{KeyLister, Resync, DEFAULT_RESYNC_PERIOD};
 use super::worker::Core;
 use super::{Controller, ControllerError, Remover};
 use kcache_core::{Clock, Meta, ObjectKey, SystemClock};
@@ -16,6 +17,7 @@ use kcache_workqueue::{
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Registers one event handler on the controller's queue.
 type Source = Box<
@@ -61,12 +63,14 @@ pub struct ControllerBuilder {
     sources: Vec<Source>,
     synced: Vec<Arc<dyn HasSynced>>,
     leader: Option<Arc<dyn LeaderGate>>,
+    resync_period: Duration,
+    resync_listers: Vec<KeyLister>,
 }
 
 impl ControllerBuilder {
     /// One worker, unlimited retries, client-go's default controller rate limiter (per key 5 ms
     /// doubling to 1000 s, at most 10 retries/s overall with a burst of 100), no metrics, the
-    /// system clock, nothing watched.
+    /// system clock, a resync every 10 hours (+ up to 10 % jitter), nothing watched.
     pub fn new(name: impl Into<String>) -> Self {
         Self {
             name: name.into(),
@@ -78,6 +82,8 @@ impl ControllerBuilder {
             sources: Vec::new(),
             synced: Vec::new(),
             leader: None,
+            resync_period: DEFAULT_RESYNC_PERIOD,
+            resync_listers: Vec::new(),
         }
     }
 
@@ -122,6 +128,28 @@ impl ControllerBuilder {
         self
     }
 
+    /// How often every key of the watched informers ([`watches`](Self::watches); not those of
+    /// [`owns`](Self::owns)) goes back into the queue; `Duration::ZERO` turns the resync off.
+    ///
+    /// Default: on, every 10 hours, as controller-runtime's `SyncPeriod` (kube-controller-manager
+    /// resyncs every 12 to 24 hours). A level-triggered controller reconciles a key when an
+    /// event names it; a change that no event named (a write made and undone while a cache was
+    /// blind after a watch error, an event mapping that missed an owner) would otherwise stay
+    /// unreconciled until the key's next event, which may never come. The resync is the
+    /// backstop: one queue add per key and period, deduplicated against keys already queued.
+    /// Each round waits the period plus a jitter of up to 10 %, drawn anew, on the builder's
+    /// [`clock`](Self::clock), and starts only once the workers were let go (every cache
+    /// synced). A resync is not a substitute for a correct reconcile: with a period of hours, a
+    /// key that a reconcile left wrong stays wrong that long; have it return
+    /// [`Action::Requeue`](super::Action::Requeue) instead.
+    #[doc(alias = "resync")]
+    #[doc(alias = "SyncPeriod")]
+    #[must_use]
+    pub fn resync_period(mut self, period: Duration) -> Self {
+        self.resync_period = period;
+        self
+    }
+
     /// Reconciles the objects of `informer` themselves: every add, update and delete enqueues
     /// the object's key (a deletion's key comes from the notification, tombstones included). The
     /// workers wait until this handler has received the informer's initial list.
@@ -132,6 +160,9 @@ impl ControllerBuilder {
         L: ListWatcher<T>,
         M: Meta<T>,
     {
+        let cache = informer.indexer();
+        self.resync_listers
+            .push(Box::new(move || cache.list_keys()));
         let informer = informer.clone();
         let source: Source = Box::new(move |queue, controller| {
             let handler = EnqueueOwn::<M> {
@@ -221,6 +252,11 @@ impl ControllerBuilder {
         if let Some(provider) = self.metrics {
             config = config.metrics_provider(provider);
         }
+        let resync = Resync {
+            period: self.resync_period,
+            clock: self.clock.clone(),
+            listers: self.resync_listers,
+        };
         let limiter = self
             .limiter
             .unwrap_or_else(|| Box::new(default_controller_rate_limiter_with_clock(self.clock)));
@@ -250,6 +286,7 @@ impl ControllerBuilder {
                 max_retries: self.max_retries,
                 counters: Counters::default(),
                 leader: self.leader,
+                resync,
             }),
             workers: self.workers,
             synced,
@@ -292,6 +329,7 @@ impl fmt::Debug for ControllerBuilder {
             .field("max_retries", &self.max_retries)
             .field("watched", &self.sources.len())
             .field("leader_election", &self.leader)
+            .field("resync_period", &self.resync_period)
             .finish_non_exhaustive()
     }
 }

@@ -30,6 +30,12 @@ pub struct ControllerStats {
     pub panics: u64,
     /// Successful calls that asked for [`Action::RequeueAfter`](super::Action::RequeueAfter).
     pub requeues_after: u64,
+    /// Successful calls that asked for [`Action::Requeue`](super::Action::Requeue) (requeued
+    /// through the rate limiter).
+    pub requeues: u64,
+    /// Rounds of the periodic resync
+    /// ([`ControllerBuilder::resync_period`](super::ControllerBuilder::resync_period)).
+    pub resyncs: u64,
     /// Failed calls retried through the rate limiter.
     pub retries: u64,
     /// Keys forgotten after failing more than `max_retries` times in a row.
@@ -62,6 +68,8 @@ pub(crate) struct Counters {
     pub(crate) errors: Count,
     pub(crate) panics: Count,
     pub(crate) requeues_after: Count,
+    pub(crate) requeues: Count,
+    pub(crate) resyncs: Count,
     pub(crate) retries: Count,
     pub(crate) dropped: Count,
     pub(crate) handed_back: Count,
@@ -76,6 +84,8 @@ impl Default for Counters {
             errors: Count::default(),
             panics: Count::default(),
             requeues_after: Count::default(),
+            requeues: Count::default(),
+            resyncs: Count::default(),
             retries: Count::default(),
             dropped: Count::default(),
             handed_back: Count::default(),
@@ -99,6 +109,8 @@ impl Counters {
             errors: self.errors.get(),
             panics: self.panics.get(),
             requeues_after: self.requeues_after.get(),
+            requeues: self.requeues.get(),
+            resyncs: self.resyncs.get(),
             retries: self.retries.get(),
             dropped: self.dropped.get(),
             handed_back: self.handed_back.get(),

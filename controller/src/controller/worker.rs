@@ -2,6 +2,7 @@
 //! and tasks), and what happens to a key after its reconcile.
 
 use super::handle::Counters;
+use super::resync::{self, Resync};
 use super::Action;
 use futures::future::{select, Either};
 use futures::FutureExt;
@@ -26,6 +27,8 @@ pub(crate) struct Core {
     pub(crate) counters: Counters,
     /// The election the workers follow, if any: they take keys only while it says we lead.
     pub(crate) leader: Option<Arc<dyn LeaderGate>>,
+    /// The periodic resync of the watched keys.
+    pub(crate) resync: Resync,
 }
 
 /// Whether the workers may start: `Waiting` for the caches, `Open` once they synced, `Closed` if
@@ -80,7 +83,8 @@ impl Gate {
     }
 }
 
-/// Waits for every cache, or for the stop signal; then opens or closes the gate.
+/// Waits for every cache, or for the stop signal; then opens or closes the gate, and once open
+/// runs the periodic resync until the stop signal.
 pub(crate) async fn sync_task(
     core: Arc<Core>,
     synced: Vec<Arc<dyn HasSynced>>,
@@ -88,18 +92,28 @@ pub(crate) async fn sync_task(
     mut stop: watch::Receiver<bool>,
 ) {
     let items: Vec<&dyn HasSynced> = synced.iter().map(|s| s.as_ref()).collect();
-    let synced = pin!(wait_for_cache_sync(&items));
-    let stopped = pin!(stop.wait_for(|s| *s));
-    match select(synced, stopped).await {
-        Either::Left((true, _)) => {
-            tracing::info!(controller = %core.name, "caches synced, starting workers");
-            gate.open();
+    let outcome = {
+        let synced = pin!(wait_for_cache_sync(&items));
+        let stopped = pin!(stop.wait_for(|s| *s));
+        match select(synced, stopped).await {
+            Either::Left((synced, _)) => Some(synced),
+            Either::Right(_) => None,
         }
-        Either::Left((false, _)) => {
+    };
+    match outcome {
+        Some(true) => {
+            tracing::info!(controller = %core.name, "caches synced, starting workers");
+            let schedule = core.resync.start();
+            gate.open();
+            if let Some(schedule) = schedule {
+                resync::run(&core, &core.resync, schedule, &mut stop).await;
+            }
+        }
+        Some(false) => {
             tracing::error!(controller = %core.name, "a watched informer stopped before it synced; the workers will not start");
             gate.close();
         }
-        Either::Right(_) => gate.close(),
+        None => gate.close(),
     }
 }
 
@@ -110,9 +124,14 @@ pub(crate) fn spawn_sync_thread(
     stop: &watch::Sender<bool>,
 ) -> std::io::Result<JoinHandle<()>> {
     let task = sync_task(core.clone(), synced, gate.clone(), stop.subscribe());
+    // A runtime of its own with a timer: the resync waits on the clock (tokio's timer for the
+    // system clock) in a thread that no tokio runtime drives.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()?;
     std::thread::Builder::new()
         .name(format!("{}-sync", core.name))
-        .spawn(move || futures::executor::block_on(task))
+        .spawn(move || runtime.block_on(task))
 }
 
 pub(crate) fn spawn_worker_thread<F, E>(
@@ -229,6 +248,11 @@ impl Core {
                 c.requeues_after.inc();
                 self.queue.forget(key);
                 self.queue.add_after(key.clone(), delay);
+            }
+            Ok(Ok(Action::Requeue)) => {
+                c.successes.inc();
+                c.requeues.inc();
+                self.queue.add_rate_limited(key.clone());
             }
             Ok(Err(error)) => {
                 c.errors.inc();
