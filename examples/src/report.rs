@@ -131,9 +131,10 @@ impl Report {
             c.dropped
         );
         println!(
-            "              pods created {}, deleted {}",
+            "              pods created {}, deleted {}; {} requeued unsettled (the world still differed after their writes)",
             self.reconciles.pods_created.load(Relaxed),
-            self.reconciles.pods_deleted.load(Relaxed)
+            self.reconciles.pods_deleted.load(Relaxed),
+            c.requeues
         );
         println!(
             "  reconcile   latency {}",

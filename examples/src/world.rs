@@ -94,6 +94,9 @@ pub(crate) struct ReconcileStats {
     pub(crate) latency: Histogram,
     pub(crate) pods_created: AtomicU64,
     pub(crate) pods_deleted: AtomicU64,
+    /// Reconciles that found the world still different from the wish after their writes had
+    /// reached the cache, and requeued the key.
+    pub(crate) unsettled: AtomicU64,
 }
 
 /// What the reconcile function needs: the caches, where pods are written, the clock.
@@ -125,24 +128,24 @@ impl<S: Source<ReplicaSet>, P: Source<Pod>> Ctx<S, P> {
 }
 
 /// Makes the pods of the set `key` match its desired count, reading both caches (the set's
-/// absence, after a delete or a tombstone, means zero). Its writes go to the source; before it
-/// returns it waits until the pod cache shows them (read-your-writes), so the next reconcile of
-/// the key never counts stale pods.
+/// absence, after a delete or a tombstone, means zero). Level-triggered, the pattern to copy:
+///
+/// 1. read the wish and the world from the caches, never from the event that queued the key;
+/// 2. write the difference to the source;
+/// 3. wait until the pod cache shows those writes (read-your-writes), so that no reconcile of
+///    the key counts stale pods and creates them twice;
+/// 4. read the caches *again*: if the world still differs from the wish, return
+///    [`Action::Requeue`] (the key comes back after the rate limiter's delay). Something else may
+///    have changed the world meanwhile, and its event may never come: pods created and deleted
+///    while the pod cache was blind (a watch cut, a relist after backoff) leave no trace in the
+///    relist, and the wait of step 3 is satisfied by the relist's newer version. Returning
+///    `Done` there would leave the set short for good.
 pub(crate) async fn reconcile<S: Source<ReplicaSet>, P: Source<Pod>>(
     ctx: Arc<Ctx<S, P>>,
     key: ObjectKey,
 ) -> Result<Action, String> {
     let start = ctx.clock.now();
-    let want = ctx
-        .sets
-        .indexer()
-        .get_by_key(&key)
-        .map_or(0, |s| s.replicas as usize);
-    let mut pods = ctx
-        .pods
-        .indexer()
-        .by_index(OWNER_INDEX, key.as_str())
-        .map_err(|e| e.to_string())?;
+    let (want, mut pods) = observe(&ctx, &key)?;
     let mut last_write = None;
     if pods.len() < want {
         let set_name = key.name();
@@ -179,7 +182,30 @@ pub(crate) async fn reconcile<S: Source<ReplicaSet>, P: Source<Pod>>(
     }
     let took = ctx.clock.now().saturating_duration_since(start);
     ctx.stats.latency.observe(took.as_secs_f64());
+    let (want, pods) = observe(&ctx, &key)?;
+    if pods.len() != want {
+        ctx.stats.unsettled.fetch_add(1, Relaxed);
+        return Ok(Action::Requeue);
+    }
     Ok(Action::Done)
+}
+
+/// The set's desired pod count and its pods, as the caches hold them now.
+fn observe<S: Source<ReplicaSet>, P: Source<Pod>>(
+    ctx: &Ctx<S, P>,
+    key: &ObjectKey,
+) -> Result<(usize, Vec<Arc<Pod>>), String> {
+    let want = ctx
+        .sets
+        .indexer()
+        .get_by_key(key)
+        .map_or(0, |s| s.replicas as usize);
+    let pods = ctx
+        .pods
+        .indexer()
+        .by_index(OWNER_INDEX, key.as_str())
+        .map_err(|e| e.to_string())?;
+    Ok((want, pods))
 }
 
 /// SplitMix64: a seeded generator, so a seed always gives the same user.
@@ -321,3 +347,6 @@ pub(crate) fn same_objects<T: Object>(cache: &[Arc<T>], source: &[Arc<T>]) -> bo
     };
     cache.len() == source.len() && versions(cache) == versions(source)
 }
+
+#[cfg(test)]
+mod tests;

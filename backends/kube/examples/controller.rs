@@ -96,7 +96,10 @@ async fn main() -> Result<(), Error> {
     Ok(())
 }
 
-/// Brings the pods of the set `key` to its replica count. An error is retried with backoff.
+/// Brings the pods of the set `key` to its replica count, level-triggered: read the caches,
+/// write the difference, wait until the pod cache shows the writes, then look again and requeue
+/// while the set still differs (someone else may have deleted a new pod before the cache saw it,
+/// and no event would bring the set back). An error is retried with backoff.
 async fn reconcile(
     key: ObjectKey,
     sets: &CacheReader<ReplicaSet, KubeMeta>,
@@ -108,10 +111,26 @@ async fn reconcile(
         return Ok(Action::Done); // deleted: its pods go with Kubernetes' garbage collector
     };
     let want = usize::try_from(set.spec.replicas.unwrap_or(1))?;
-    let owned = cache.by_index(OWNER_INDEX, key.as_str())?;
+    // Pods being deleted (graceful termination) no longer count, as in the ReplicaSet controller.
+    let live = || -> Result<Vec<Arc<Pod>>, Error> {
+        let owned = cache.by_index(OWNER_INDEX, key.as_str())?;
+        Ok(owned
+            .into_iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .collect())
+    };
+    let owned = live()?;
+    let mut wrote = false;
     for extra in owned.iter().skip(want) {
-        pods.delete(&extra.name_any(), &DeleteParams::default())
-            .await?;
+        let name = extra.name_any();
+        let deleted = pods.delete(&name, &DeleteParams::default()).await?;
+        if let Some(pod) = deleted.left() {
+            // Terminating: the cache shows its deletion timestamp from this version on.
+            if let Some(rv) = pod.resource_version() {
+                pod_informer.wait_for_resource_version(&rv.into()).await?;
+            }
+        }
+        wrote = true;
     }
     for _ in owned.len()..want {
         let created = pods.create(&PostParams::default(), &pod_for(&set)?).await?;
@@ -120,8 +139,12 @@ async fn reconcile(
         if let Some(rv) = created.resource_version() {
             pod_informer.wait_for_resource_version(&rv.into()).await?;
         }
+        wrote = true;
     }
     println!("{key}: {want} pods (had {})", owned.len());
+    if wrote && live()?.len() != want {
+        return Ok(Action::Requeue);
+    }
     Ok(Action::Done)
 }
 
