@@ -2,7 +2,7 @@
 
 use crate::config::QueueConfig;
 use crate::queue::shared::Scheduled;
-use crate::queue::Queue;
+use crate::queue::{Queue, Shared};
 use kcache_core::saturating_add;
 use std::fmt;
 use std::hash::Hash;
@@ -73,18 +73,7 @@ impl<T: Clone + Eq + Hash + Send + 'static> DelayingQueue<T> {
     }
 
     fn add_at_from(&self, item: T, deadline: Instant, now: Instant) -> bool {
-        let shared = &self.queue.shared;
-        if let Some(m) = &shared.metrics {
-            m.retries.inc();
-        }
-        match shared.add_at(item, deadline, now) {
-            Scheduled::Refused => false,
-            Scheduled::Accepted => true,
-            Scheduled::Waiting { at } => {
-                shared.after_schedule(at);
-                true
-            }
-        }
+        add_at_from(&self.queue.shared, item, deadline, now, 0)
     }
 
     /// The number of items waiting for their delay.
@@ -122,5 +111,27 @@ impl<T> Clone for DelayingQueue<T> {
 impl<T> fmt::Debug for DelayingQueue<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DelayingQueue").finish_non_exhaustive()
+    }
+}
+
+/// A delayed add, counted in `workqueue_retries_total`; the timer is signalled if the deadline is
+/// earlier than it planned (the delaying and priority queues' shared path).
+pub(crate) fn add_at_from<T: Clone + Eq + Hash + Send + 'static>(
+    shared: &Shared<T>,
+    item: T,
+    deadline: Instant,
+    now: Instant,
+    priority: i32,
+) -> bool {
+    if let Some(m) = &shared.metrics {
+        m.retries.inc();
+    }
+    match shared.add_at(item, deadline, now, priority) {
+        Scheduled::Refused => false,
+        Scheduled::Accepted => true,
+        Scheduled::Waiting { at } => {
+            shared.after_schedule(at);
+            true
+        }
     }
 }

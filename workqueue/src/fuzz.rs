@@ -4,8 +4,10 @@
 //! The queue is built without its background thread and time is a [`FakeClock`]; where the timer
 //! thread would move due items, [`run`] calls the thread's own loop body once, right after the
 //! clock moves. Everything is single-threaded and deterministic, so a failing input replays
-//! exactly. Each input runs twice: without metrics, and with a counting metrics provider whose
-//! `workqueue_depth` gauge must match the model too.
+//! exactly. Each input runs four times: on the plain queue and on the priority queue's ranked
+//! store, each without metrics and with a counting metrics provider whose `workqueue_depth` gauge
+//! (and on the priority queue, the depth gauge of each priority) must match the model too. On the
+//! plain queue every priority is 0, and the model is client-go's FIFO.
 
 use crate::config::QueueConfig;
 use crate::metrics::{
@@ -15,11 +17,11 @@ use crate::queue::shared::Scheduled;
 use crate::queue::slots::{Slot, Then};
 use crate::queue::{GetAsync, Queue};
 use kcache_core::{saturating_add, Clock, FakeClock};
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
@@ -56,6 +58,10 @@ pub enum Op {
     Repoll(u8),
     /// Drops the n-th parked future (a cancelled `get_async`).
     Unpark(u8),
+    /// `add_with_priority(key, priority)`, priority `p % 4 - 1` (so -1..=2).
+    AddWithPriority(u8, u8),
+    /// `add_after_with_priority(key, ms, priority)`, priority as in `AddWithPriority`.
+    AddAfterWithPriority(u8, u16, u8),
     /// Compares the queue's next live deadline with the model's. Delayed adds wait in an inbox
     /// until the timer (or this check) sorts them, so between checks entries pile up there, stale
     /// ones included.
@@ -64,26 +70,43 @@ pub enum Op {
 
 /// Runs `ops` against a real queue and the model, panicking at the first divergence.
 pub fn run(ops: &[Op]) {
-    Runner::new(false).run(ops);
-    Runner::new(true).run(ops);
+    for ranked in [false, true] {
+        Runner::new(false, ranked).run(ops);
+        Runner::new(true, ranked).run(ops);
+    }
+}
+
+fn priority_of(p: u8) -> i32 {
+    i32::from(p % 4) - 1
 }
 
 /// What the model expects `done` to do with an item in flight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ThenModel {
     Nothing,
-    Requeue,
-    Wait(Instant),
+    Requeue(i32),
+    Wait(Instant, i32),
 }
 
-/// The reference model: client-go's dirty/processing sets, spelled out with plain collections.
+/// A ready item: key, priority, and the order in which it became ready.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ReadyItem {
+    key: u8,
+    priority: i32,
+    seq: u64,
+}
+
+/// The reference model: client-go's dirty/processing sets, spelled out with plain collections,
+/// plus priorities (all 0 on the plain queue).
 #[derive(Debug, Default)]
 struct Model {
-    ready: VecDeque<u8>,
+    ready: Vec<ReadyItem>,
+    ready_seq: u64,
+    handoffs: u64,
     /// In-flight items in the order they were handed out.
     processing: Vec<(u8, ThenModel)>,
-    /// Waiting items: deadline and push order (ties in deadline fire in push order).
-    waiting: HashMap<u8, (Instant, u64)>,
+    /// Waiting items: deadline, push order (ties in deadline fire in push order) and priority.
+    waiting: HashMap<u8, (Instant, u64, i32)>,
     seq: u64,
     shutting_down: bool,
     draining: bool,
@@ -97,54 +120,94 @@ impl Model {
             .map(|(_, t)| t)
     }
 
-    fn wait(&mut self, key: u8, at: Instant) {
+    fn wait(&mut self, key: u8, at: Instant, priority: i32) {
         self.seq += 1;
-        self.waiting.insert(key, (at, self.seq));
+        self.waiting.insert(key, (at, self.seq, priority));
     }
 
-    fn add(&mut self, key: u8) -> bool {
+    fn ready_mut(&mut self, key: u8) -> Option<&mut ReadyItem> {
+        self.ready.iter_mut().find(|r| r.key == key)
+    }
+
+    fn is_ready(&self, key: u8) -> bool {
+        self.ready.iter().any(|r| r.key == key)
+    }
+
+    fn push(&mut self, key: u8, priority: i32) {
+        self.ready_seq += 1;
+        self.ready.push(ReadyItem {
+            key,
+            priority,
+            seq: self.ready_seq,
+        });
+    }
+
+    fn add(&mut self, key: u8, priority: i32) -> bool {
         if self.shutting_down {
             return false;
         }
-        if self.ready.contains(&key) {
+        if let Some(r) = self.ready_mut(key) {
+            r.priority = r.priority.max(priority);
             return true;
         }
         if let Some(then) = self.then_of(key) {
-            *then = ThenModel::Requeue;
+            *then = match *then {
+                ThenModel::Nothing => ThenModel::Requeue(priority),
+                ThenModel::Requeue(p) | ThenModel::Wait(_, p) => {
+                    ThenModel::Requeue(p.max(priority))
+                }
+            };
             return true;
         }
-        self.waiting.remove(&key);
-        self.ready.push_back(key);
+        let priority = match self.waiting.remove(&key) {
+            Some((_, _, p)) => p.max(priority),
+            None => priority,
+        };
+        self.push(key, priority);
         true
     }
 
-    fn add_at(&mut self, key: u8, at: Instant, now: Instant) -> bool {
+    fn add_at(&mut self, key: u8, at: Instant, now: Instant, priority: i32) -> bool {
         if self.shutting_down {
             return false;
         }
         if at <= now {
-            return self.add(key);
+            return self.add(key, priority);
         }
-        if self.ready.contains(&key) {
+        if let Some(r) = self.ready_mut(key) {
+            r.priority = r.priority.max(priority);
             return true;
         }
         if let Some(then) = self.then_of(key) {
-            match *then {
-                ThenModel::Requeue => {}
-                ThenModel::Wait(old) if old <= at => {}
-                ThenModel::Nothing | ThenModel::Wait(_) => *then = ThenModel::Wait(at),
-            }
+            *then = match *then {
+                ThenModel::Nothing => ThenModel::Wait(at, priority),
+                ThenModel::Requeue(p) => ThenModel::Requeue(p.max(priority)),
+                ThenModel::Wait(old, p) => ThenModel::Wait(old.min(at), p.max(priority)),
+            };
             return true;
         }
-        match self.waiting.get(&key) {
-            Some(&(old, _)) if old <= at => {}
-            _ => self.wait(key, at),
+        match self.waiting.get_mut(&key) {
+            Some((old, _, p)) if *old <= at => *p = (*p).max(priority),
+            Some(&mut (_, _, p)) => self.wait(key, at, p.max(priority)),
+            None => self.wait(key, at, priority),
         }
         true
     }
 
+    /// The next hand-off: the oldest ready item on every `SHARE`-th, else the highest priority
+    /// (oldest first among equals). On the plain queue (all priorities 0) both are the oldest.
     fn get(&mut self) -> Option<u8> {
-        let key = self.ready.pop_front()?;
+        let oldest_turn = (self.handoffs + 1).is_multiple_of(crate::queue::ranked::SHARE);
+        let pos = (0..self.ready.len()).min_by_key(|&i| {
+            let r = self.ready[i];
+            if oldest_turn {
+                (0, r.seq)
+            } else {
+                (-i64::from(r.priority), r.seq)
+            }
+        })?;
+        self.handoffs += 1;
+        let key = self.ready.remove(pos).key;
         self.processing.push((key, ThenModel::Nothing));
         Some(key)
     }
@@ -155,30 +218,30 @@ impl Model {
         };
         let (_, then) = self.processing.remove(pos);
         match then {
-            ThenModel::Requeue => self.ready.push_back(key),
-            ThenModel::Wait(at) if !self.shutting_down => {
+            ThenModel::Requeue(p) => self.push(key, p),
+            ThenModel::Wait(at, p) if !self.shutting_down => {
                 if at <= now {
-                    self.ready.push_back(key);
+                    self.push(key, p);
                 } else {
-                    self.wait(key, at);
+                    self.wait(key, at, p);
                 }
             }
-            ThenModel::Nothing | ThenModel::Wait(_) => {}
+            ThenModel::Nothing | ThenModel::Wait(..) => {}
         }
         true
     }
 
     fn fire_due(&mut self, now: Instant) {
-        let mut due: Vec<(Instant, u64, u8)> = self
+        let mut due: Vec<(Instant, u64, u8, i32)> = self
             .waiting
             .iter()
-            .filter(|(_, (at, _))| *at <= now)
-            .map(|(k, (at, seq))| (*at, *seq, *k))
+            .filter(|(_, (at, _, _))| *at <= now)
+            .map(|(k, (at, seq, p))| (*at, *seq, *k, *p))
             .collect();
         due.sort();
-        for (_, _, key) in due {
+        for (_, _, key, p) in due {
             self.waiting.remove(&key);
-            self.ready.push_back(key);
+            self.push(key, p);
         }
     }
 
@@ -201,29 +264,36 @@ impl Model {
 
 struct Runner {
     queue: Queue<u8>,
+    /// Whether the queue is the priority queue's (ranked store); otherwise every priority is 0.
+    ranked: bool,
     clock: FakeClock,
     depth: Option<Arc<Depth>>,
+    /// The per-priority depth gauges the provider made (priority queue with metrics).
+    priority_depths: Arc<Mutex<HashMap<i32, Arc<Depth>>>>,
     model: Model,
     /// Drives the background loop body by hand.
     next_metrics: Option<Instant>,
 }
 
 impl Runner {
-    fn new(metrics: bool) -> Self {
+    fn new(metrics: bool, ranked: bool) -> Self {
         let clock = FakeClock::new();
         let mut config = QueueConfig::new().clock(Arc::new(clock.clone()));
         let depth = metrics.then(|| Arc::new(Depth::default()));
+        let priority_depths = Arc::new(Mutex::new(HashMap::new()));
         if let Some(depth) = &depth {
             config = config
                 .name("model")
-                .metrics_provider(Arc::new(Counting(depth.clone())));
+                .metrics_provider(Arc::new(Counting(depth.clone(), priority_depths.clone())));
         }
         // No background thread: `advance` runs its loop body itself.
-        let queue = Queue::build(config);
+        let queue = Queue::build_with(config, ranked);
         Self {
             queue,
+            ranked,
             clock,
             depth,
+            priority_depths,
             model: Model::default(),
             next_metrics: None,
         }
@@ -294,7 +364,20 @@ impl Runner {
         match op {
             Op::Add(k) => {
                 let k = k % KEYS;
-                assert_eq!(queue.add(k), model.add(k), "step {step}: add({k}) accepted");
+                assert_eq!(
+                    queue.add(k),
+                    model.add(k, 0),
+                    "step {step}: add({k}) accepted"
+                );
+            }
+            Op::AddWithPriority(k, p) => {
+                let k = k % KEYS;
+                let p = if self.ranked { priority_of(p) } else { 0 };
+                assert_eq!(
+                    queue.shared.add_with_priority(k, p),
+                    model.add(k, p),
+                    "step {step}: add_with_priority({k}, {p}) accepted"
+                );
             }
             Op::Get => {
                 let want = model.get();
@@ -342,8 +425,14 @@ impl Runner {
                     "step {step}: done({k}) of an item in flight"
                 );
             }
-            Op::AddAfter(k, ms) => self.add_after(k % KEYS, Duration::from_millis(ms.into()), step),
-            Op::AddAfterForever(k) => self.add_after(k % KEYS, Duration::MAX, step),
+            Op::AddAfter(k, ms) => {
+                self.add_after(k % KEYS, Duration::from_millis(ms.into()), 0, step)
+            }
+            Op::AddAfterWithPriority(k, ms, p) => {
+                let p = if self.ranked { priority_of(p) } else { 0 };
+                self.add_after(k % KEYS, Duration::from_millis(ms.into()), p, step)
+            }
+            Op::AddAfterForever(k) => self.add_after(k % KEYS, Duration::MAX, 0, step),
             Op::Advance(ms) => {
                 self.clock.advance(Duration::from_millis(ms.into()));
                 let now = self.clock.now();
@@ -383,13 +472,14 @@ impl Runner {
         }
     }
 
-    /// What `DelayingQueue::add_after` does, on a queue without the timer thread.
-    fn add_after(&mut self, k: u8, delay: Duration, step: usize) {
+    /// What `DelayingQueue::add_after` (`PriorityQueue::add_after_with_priority`) does, on a
+    /// queue without the timer thread.
+    fn add_after(&mut self, k: u8, delay: Duration, priority: i32, step: usize) {
         let shared = &self.queue.shared;
         let now = self.clock.now();
         let at = saturating_add(now, delay);
-        let want = self.model.add_at(k, at, now);
-        let got = match shared.add_at(k, at, now) {
+        let want = self.model.add_at(k, at, now, priority);
+        let got = match shared.add_at(k, at, now, priority) {
             Scheduled::Refused => false,
             Scheduled::Accepted => true,
             Scheduled::Waiting { at } => {
@@ -442,23 +532,27 @@ impl Runner {
                 (Some(Slot::Processing { then, .. }), Some(want)) => {
                     let got = match then {
                         Then::Nothing => ThenModel::Nothing,
-                        Then::Requeue { .. } => ThenModel::Requeue,
-                        Then::Wait { at } => ThenModel::Wait(at),
+                        Then::Requeue { priority, .. } => ThenModel::Requeue(priority),
+                        Then::Wait { at, priority } => ThenModel::Wait(at, priority),
                     };
                     assert_eq!(got, want, "slot of {k} {ctx}");
                 }
                 (Some(Slot::Queued { .. }), None) => {
-                    assert!(model.ready.contains(&k), "{k} queued {ctx}")
+                    let want = model.ready.iter().find(|r| r.key == k).map(|r| r.priority);
+                    assert!(want.is_some(), "{k} queued {ctx}");
+                    if let Some(ranked) = shared.ready.ranked() {
+                        assert_eq!(ranked.priority_of(&k), want, "priority of {k} {ctx}");
+                    }
                 }
-                (Some(Slot::Waiting { at, .. }), None) => {
+                (Some(Slot::Waiting { at, priority, .. }), None) => {
                     assert_eq!(
-                        model.waiting.get(&k).map(|w| w.0),
-                        Some(at),
+                        model.waiting.get(&k).map(|w| (w.0, w.2)),
+                        Some((at, priority)),
                         "{k} waiting {ctx}"
                     )
                 }
                 (None, None) => assert!(
-                    !model.ready.contains(&k) && !model.waiting.contains_key(&k),
+                    !model.is_ready(k) && !model.waiting.contains_key(&k),
                     "{k} unknown {ctx}"
                 ),
                 (slot, then) => panic!("slot of {k} is {slot:?}, model in flight {then:?} {ctx}"),
@@ -484,7 +578,7 @@ impl Runner {
             let dirty_in_flight = model
                 .processing
                 .iter()
-                .filter(|(_, t)| *t == ThenModel::Requeue)
+                .filter(|(_, t)| matches!(t, ThenModel::Requeue(_)))
                 .count();
             let want = (model.ready.len() + dirty_in_flight) as i64;
             assert_eq!(
@@ -492,6 +586,28 @@ impl Runner {
                 want,
                 "workqueue_depth {ctx}"
             );
+            // The priority queue's depth per priority: its ready items at each priority.
+            if self.ranked {
+                let gauges = self
+                    .priority_depths
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner());
+                for p in -1..=2 {
+                    let want = model.ready.iter().filter(|r| r.priority == p).count() as i64;
+                    let got = gauges.get(&p).map_or(0, |g| g.0.load(Ordering::SeqCst));
+                    assert_eq!(got, want, "depth at priority {p} {ctx}");
+                }
+            }
+        }
+        if let Some(ranked) = shared.ready.ranked() {
+            let mut want: Vec<(i32, usize)> = Vec::new();
+            for p in (-1..=2).rev() {
+                let n = model.ready.iter().filter(|r| r.priority == p).count();
+                if n > 0 {
+                    want.push((p, n));
+                }
+            }
+            assert_eq!(ranked.depth_by_priority(), want, "depth by priority {ctx}");
         }
     }
 }
@@ -552,8 +668,8 @@ impl GaugeMetric for Depth {
     }
 }
 
-/// A metrics provider that only keeps the depth gauge.
-struct Counting(Arc<Depth>);
+/// A metrics provider that only keeps the depth gauges.
+struct Counting(Arc<Depth>, Arc<Mutex<HashMap<i32, Arc<Depth>>>>);
 
 struct Ignore;
 
@@ -591,5 +707,9 @@ impl MetricsProvider for Counting {
     }
     fn new_retries_metric(&self, _: &str) -> Arc<dyn CounterMetric> {
         Arc::new(Ignore)
+    }
+    fn new_priority_depth_metric(&self, _: &str, priority: i32) -> Arc<dyn GaugeMetric> {
+        let mut made = self.1.lock().unwrap_or_else(|e| e.into_inner());
+        made.entry(priority).or_default().clone()
     }
 }

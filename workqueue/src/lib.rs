@@ -13,6 +13,9 @@
 //!   [`ItemExponentialFailureRateLimiter`], [`ItemFastSlowRateLimiter`], [`BucketRateLimiter`],
 //!   [`MaxOfRateLimiter`], [`WithMaxWaitRateLimiter`], and client-go's
 //!   [`default_controller_rate_limiter`].
+//! - [`PriorityQueue`]: a rate-limiting queue whose ready items go by priority (higher first,
+//!   first-come within a priority), where an item moves up when re-added with a higher priority
+//!   and no item starves: one hand-off in eight goes to the item ready the longest.
 //!
 //! Workers block in [`get`](Queue::get) or await [`get_async`](Queue::get_async). Time goes through
 //! a [`Clock`](kcache_core::Clock) given in the [`QueueConfig`], so tests drive delays with a
@@ -70,6 +73,7 @@ mod error;
 #[doc(hidden)]
 pub mod fuzz;
 pub mod metrics;
+mod priority;
 mod queue;
 mod rate_limiter;
 mod rate_limiting;
@@ -80,6 +84,7 @@ pub use config::QueueConfig;
 pub use delaying::DelayingQueue;
 pub use error::NotProcessing;
 pub use metrics::{MetricsProvider, NoopMetricsProvider};
+pub use priority::PriorityQueue;
 pub use queue::{GetAsync, Queue};
 pub use rate_limiter::{
     default_controller_rate_limiter, default_controller_rate_limiter_with_clock,

@@ -66,6 +66,13 @@ pub trait MetricsProvider: Send + Sync + 'static {
         let _ = name;
         Arc::new(Noop)
     }
+    /// `workqueue_depth` of one priority (gauge, label `priority` beside `name`): a
+    /// [`PriorityQueue`](crate::PriorityQueue)'s ready items at `priority`, asked for the first
+    /// time an item is ready at that priority. The default returns a no-op gauge.
+    fn new_priority_depth_metric(&self, name: &str, priority: i32) -> Arc<dyn GaugeMetric> {
+        let _ = (name, priority);
+        Arc::new(Noop)
+    }
 }
 
 /// A provider whose metrics do nothing.

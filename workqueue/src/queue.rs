@@ -20,6 +20,7 @@ pub(crate) mod compact;
 mod delays;
 mod fifo;
 mod get_async;
+pub(crate) mod ranked;
 mod ready;
 pub(crate) mod shared;
 pub(crate) mod slots;
@@ -31,6 +32,7 @@ pub use get_async::GetAsync;
 use crate::config::QueueConfig;
 use crate::error::NotProcessing;
 use crate::metrics::QueueMetrics;
+use ready::Store;
 pub(crate) use shared::Shared;
 use std::fmt;
 use std::hash::Hash;
@@ -92,12 +94,27 @@ impl<T: Clone + Eq + Hash + Send + 'static> Queue<T> {
 
     /// A queue without any background thread (the delaying queue starts its own).
     pub(crate) fn build(config: QueueConfig) -> Self {
+        Self::build_with(config, false)
+    }
+
+    /// A queue without any background thread; with `ranked`, its ready items go by priority
+    /// (the priority queue's store, with a depth gauge per priority when metrics are on).
+    pub(crate) fn build_with(config: QueueConfig, ranked: bool) -> Self {
         let metrics = match (&config.name, &config.metrics_provider) {
             (Some(name), Some(p)) => Some(QueueMetrics::new(p.as_ref(), name)),
             _ => None,
         };
+        let store = if ranked {
+            let gauges = match (&config.name, &config.metrics_provider) {
+                (Some(name), Some(p)) => Some(ranked::DepthGauges::new(p.clone(), name.clone())),
+                _ => None,
+            };
+            Store::Ranked(ranked::Ranked::new(gauges))
+        } else {
+            Store::Fifo(fifo::Fifo::new())
+        };
         Self {
-            shared: Arc::new(Shared::new(config.clock, metrics)),
+            shared: Arc::new(Shared::new(config.clock, metrics, store)),
         }
     }
 

@@ -1,6 +1,7 @@
 //! Model test: random operation sequences drive a real queue (timer driven by hand on a fake
 //! clock) and a `VecDeque`/`HashMap` model, compared after every step by
-//! `kcache_workqueue::fuzz::run` (the checker the `workqueue_ops` fuzz target uses too).
+//! `kcache_workqueue::fuzz::run` (the checker the `workqueue_ops` fuzz target uses too), on the
+//! plain queue and on the priority queue (with priorities, raises and the oldest-item share).
 
 use kcache_workqueue::fuzz::{run, Op};
 use proptest::prelude::*;
@@ -14,13 +15,16 @@ fn op() -> impl Strategy<Value = Op> {
         1 => key.clone().prop_map(Op::Done),
         4 => any::<u8>().prop_map(Op::DoneInFlight),
         4 => (key.clone(), 0..2_000u16).prop_map(|(k, ms)| Op::AddAfter(k, ms)),
-        1 => key.prop_map(Op::AddAfterForever),
+        1 => key.clone().prop_map(Op::AddAfterForever),
         3 => (0..1_500u16).prop_map(Op::Advance),
         1 => prop_oneof![Just(Op::ShutDown), Just(Op::ShutDownWithDrain)],
         2 => Just(Op::Park),
         2 => any::<u8>().prop_map(Op::Repoll),
         1 => any::<u8>().prop_map(Op::Unpark),
         2 => Just(Op::PeekDeadline),
+        6 => (key.clone(), any::<u8>()).prop_map(|(k, p)| Op::AddWithPriority(k, p)),
+        3 => (key.clone(), 0..2_000u16, any::<u8>())
+            .prop_map(|(k, ms, p)| Op::AddAfterWithPriority(k, ms, p)),
     ]
 }
 

@@ -47,11 +47,10 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
 
     /// Whether `e` is the entry its item waits for.
     pub(crate) fn is_live(&self, e: &Entry<T>) -> bool {
-        self.slots.lock(&e.item).get(&e.item).copied()
-            == Some(Slot::Waiting {
-                at: e.at,
-                seq: e.seq,
-            })
+        matches!(
+            self.slots.lock(&e.item).get(&e.item),
+            Some(&Slot::Waiting { at, seq, .. }) if (at, seq) == (e.at, e.seq)
+        )
     }
 
     /// Drops every stale entry from the inbox and the schedule (called with no shard lock held).

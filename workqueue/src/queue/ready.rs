@@ -26,10 +26,12 @@
 //! against `SegQueue`'s own atomics.
 
 use super::fifo::Fifo;
+use super::ranked::Ranked;
 use super::waiters::Waiters;
 use crate::sync::atomic::{fence, AtomicU64, Ordering};
 use crate::sync::{wait_timeout, Condvar, Mutex, MutexGuard};
 use crossbeam_utils::CachePadded;
+use std::hash::Hash;
 use std::task::Waker;
 
 const SLEEPER: u64 = 1;
@@ -67,7 +69,7 @@ pub(crate) enum TaskPark {
 pub(crate) struct Ready<T> {
     /// Sleepers and the closed flag.
     word: CachePadded<AtomicU64>,
-    fifo: Fifo<T>,
+    fifo: Store<T>,
     park: Mutex<Park>,
     /// Blocked `get` callers wait here for a token.
     threads: Condvar,
@@ -75,24 +77,54 @@ pub(crate) struct Ready<T> {
     drained: Condvar,
 }
 
-impl<T> Ready<T> {
-    pub(crate) fn new() -> Self {
-        Self {
-            word: CachePadded::new(AtomicU64::new(0)),
-            fifo: Fifo::new(),
-            park: Mutex::new(Park::default()),
-            threads: Condvar::new(),
-            drained: Condvar::new(),
+/// Where ready items wait: the plain queue's lock-free FIFO, or the priority queue's ranks.
+#[derive(Debug)]
+pub(crate) enum Store<T> {
+    Fifo(Fifo<T>),
+    Ranked(Ranked<T>),
+}
+
+impl<T: Clone + Eq + Hash> Store<T> {
+    fn push(&self, item: T, priority: i32) {
+        match self {
+            Store::Fifo(f) => f.push(item),
+            Store::Ranked(r) => r.push(item, priority),
         }
     }
 
-    /// Appends an item that just became ready. Returns whether a sleeper was registered: the
-    /// caller then calls [`wake_one`](Ready::wake_one), after releasing its own locks.
+    fn pop(&self) -> Option<T> {
+        match self {
+            Store::Fifo(f) => f.pop(),
+            Store::Ranked(r) => r.pop(),
+        }
+    }
+}
+
+impl<T> Store<T> {
+    fn len(&self) -> usize {
+        match self {
+            Store::Fifo(f) => f.len(),
+            Store::Ranked(r) => r.len(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        match self {
+            Store::Fifo(f) => f.is_empty(),
+            Store::Ranked(r) => r.is_empty(),
+        }
+    }
+}
+
+impl<T: Clone + Eq + Hash> Ready<T> {
+    /// Appends an item that just became ready, at `priority` (which the plain FIFO ignores).
+    /// Returns whether a sleeper was registered: the caller then calls
+    /// [`wake_one`](Ready::wake_one), after releasing its own locks.
     ///
     /// Pushes are accepted after [`close`](Ready::close) too (an item re-added while in flight
     /// is still handed out after its `done`).
-    pub(crate) fn push(&self, item: T) -> bool {
-        self.fifo.push(item);
+    pub(crate) fn push(&self, item: T, priority: i32) -> bool {
+        self.fifo.push(item, priority);
         fence(Ordering::SeqCst);
         sleepers_of(self.word.load(Ordering::SeqCst)) != 0
     }
@@ -100,8 +132,41 @@ impl<T> Ready<T> {
     /// Appends one item of a batch without looking for sleepers: after the batch, the caller
     /// calls [`sleepers_after_batch`](Ready::sleepers_after_batch) once (one fence per batch, not
     /// one per item, for the timer that fires many items at once).
-    pub(crate) fn push_batched(&self, item: T) {
-        self.fifo.push(item);
+    pub(crate) fn push_batched(&self, item: T, priority: i32) {
+        self.fifo.push(item, priority);
+    }
+
+    /// Takes the next ready item, if any (the oldest, or for the priority queue the next by
+    /// rank).
+    pub(crate) fn pop(&self) -> Option<T> {
+        self.fifo.pop()
+    }
+
+    /// Raises the priority of a ready item (priority queue only; a no-op for the plain FIFO).
+    pub(crate) fn raise(&self, item: &T, priority: i32) {
+        if let Store::Ranked(r) = &self.fifo {
+            r.raise(item, priority);
+        }
+    }
+
+    /// The ranked store, for the priority queue's own queries.
+    pub(crate) fn ranked(&self) -> Option<&Ranked<T>> {
+        match &self.fifo {
+            Store::Ranked(r) => Some(r),
+            Store::Fifo(_) => None,
+        }
+    }
+}
+
+impl<T> Ready<T> {
+    pub(crate) fn new(store: Store<T>) -> Self {
+        Self {
+            word: CachePadded::new(AtomicU64::new(0)),
+            fifo: store,
+            park: Mutex::new(Park::default()),
+            threads: Condvar::new(),
+            drained: Condvar::new(),
+        }
     }
 
     /// After a batch of [`push_batched`](Ready::push_batched): the number of registered sleepers.
@@ -136,11 +201,6 @@ impl<T> Ready<T> {
     /// Whether an item is ready or the queue is closed (what a spinning worker waits for).
     pub(crate) fn has_news(&self) -> bool {
         !self.fifo.is_empty() || self.is_closed()
-    }
-
-    /// Takes the oldest ready item, if any.
-    pub(crate) fn pop(&self) -> Option<T> {
-        self.fifo.pop()
     }
 
     /// Registers one sleeper (under the parking mutex) unless the queue is closed, then looks at

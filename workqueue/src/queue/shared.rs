@@ -18,7 +18,7 @@
 //! its way between the two. The `done` (or failed pop) that brings the count to zero while the
 //! flag is set wakes the drain.
 
-use super::ready::Ready;
+use super::ready::{Ready, Store};
 use super::slots::{Slot, Slots, Then};
 use super::timer::Timer;
 use crate::error::NotProcessing;
@@ -81,11 +81,15 @@ pub(crate) enum Scheduled {
 }
 
 impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
-    pub(crate) fn new(clock: Arc<dyn Clock>, metrics: Option<QueueMetrics>) -> Self {
+    pub(crate) fn new(
+        clock: Arc<dyn Clock>,
+        metrics: Option<QueueMetrics>,
+        store: Store<T>,
+    ) -> Self {
         let base = clock.now();
         Self {
             slots: Slots::new(),
-            ready: Ready::new(),
+            ready: Ready::new(store),
             timer: Timer::new(base),
             closing: AtomicBool::new(false),
             in_flight: CachePadded::new(AtomicUsize::new(0)),
@@ -142,6 +146,13 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
 
     /// Makes `item` ready now, unless it is pending already. `false` only when refused.
     pub(crate) fn add(&self, item: T) -> bool {
+        self.add_with_priority(item, 0)
+    }
+
+    /// Makes `item` ready now at `priority` (ignored by the plain FIFO), unless it is pending
+    /// already; a pending item's priority is raised to `priority` if that is higher, never
+    /// lowered. `false` only when refused.
+    pub(crate) fn add_with_priority(&self, item: T, priority: i32) -> bool {
         let now = self.metrics_now();
         let mut shard = self.slots.lock(&item);
         if self.closing.load(Ordering::Acquire) {
@@ -152,28 +163,46 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
         // One lookup (the entry) for the new item, the common case.
         let (wake, counted) = match shard.entry(item) {
             Entry::Vacant(v) => {
-                let wake = self.ready.push(v.key().clone());
+                let wake = self.ready.push(v.key().clone(), priority);
                 v.insert(Slot::Queued { since: now });
                 (wake, true)
             }
             Entry::Occupied(mut o) => {
                 let slot = o.get_mut();
                 match slot {
-                    Slot::Queued { .. } => (false, false),
+                    Slot::Queued { .. } => {
+                        self.ready.raise(o.key(), priority);
+                        (false, false)
+                    }
                     Slot::Processing { then, .. } => match then {
-                        Then::Requeue { .. } => (false, false),
-                        Then::Nothing | Then::Wait { .. } => {
-                            *then = Then::Requeue { since: now };
+                        Then::Requeue { priority: p, .. } => {
+                            *p = (*p).max(priority);
+                            (false, false)
+                        }
+                        Then::Nothing => {
+                            *then = Then::Requeue {
+                                since: now,
+                                priority,
+                            };
+                            (false, true)
+                        }
+                        Then::Wait { priority: p, .. } => {
+                            let priority = priority.max(*p);
+                            *then = Then::Requeue {
+                                since: now,
+                                priority,
+                            };
                             (false, true)
                         }
                     },
-                    Slot::Waiting { .. } => {
+                    Slot::Waiting { priority: p, .. } => {
                         // Ready now; its delay entry goes stale (deduplicated against the ready
                         // queue).
+                        let priority = priority.max(*p);
                         *slot = Slot::Queued { since: now };
                         self.stop_waiting(1);
                         compact = self.went_stale();
-                        (self.ready.push(o.key().clone()), true)
+                        (self.ready.push(o.key().clone(), priority), true)
                     }
                 }
             }
@@ -186,10 +215,11 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
         true
     }
 
-    /// Makes `item` ready at `at`; a deadline not after `now` is an immediate add.
-    pub(crate) fn add_at(&self, item: T, at: Instant, now: Instant) -> Scheduled {
+    /// Makes `item` ready at `at` (at `priority`); a deadline not after `now` is an immediate
+    /// add. A pending deadline only moves earlier, a pending priority only up.
+    pub(crate) fn add_at(&self, item: T, at: Instant, now: Instant, priority: i32) -> Scheduled {
         if at <= now {
-            return if self.add(item) {
+            return if self.add_with_priority(item, priority) {
                 Scheduled::Accepted
             } else {
                 Scheduled::Refused
@@ -203,24 +233,40 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
         match shard.get_mut(&item) {
             None => {
                 let seq = self.timer.schedule(item.clone(), at);
-                shard.insert(item, Slot::Waiting { at, seq });
+                shard.insert(item, Slot::Waiting { at, seq, priority });
                 self.start_waiting();
             }
-            Some(Slot::Queued { .. }) => return Scheduled::Accepted,
+            Some(Slot::Queued { .. }) => {
+                self.ready.raise(&item, priority);
+                return Scheduled::Accepted;
+            }
             Some(Slot::Processing { then, .. }) => {
                 match then {
-                    Then::Requeue { .. } => {}
-                    Then::Wait { at: old } if *old <= at => {}
-                    Then::Nothing | Then::Wait { .. } => *then = Then::Wait { at },
+                    Then::Requeue { priority: p, .. } => *p = (*p).max(priority),
+                    Then::Wait {
+                        at: old,
+                        priority: p,
+                    } => {
+                        *p = (*p).max(priority);
+                        if at < *old {
+                            *old = at;
+                        }
+                    }
+                    Then::Nothing => *then = Then::Wait { at, priority },
                 }
                 return Scheduled::Accepted;
             }
-            Some(slot @ Slot::Waiting { .. }) => {
-                if matches!(*slot, Slot::Waiting { at: old, .. } if old <= at) {
+            Some(Slot::Waiting {
+                at: old,
+                seq,
+                priority: p,
+            }) => {
+                *p = (*p).max(priority);
+                if *old <= at {
                     return Scheduled::Accepted;
                 }
-                let seq = self.timer.schedule(item, at);
-                *slot = Slot::Waiting { at, seq };
+                *seq = self.timer.schedule(item, at);
+                *old = at;
                 if self.went_stale() {
                     drop(shard);
                     self.compact_schedule();
@@ -316,20 +362,20 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
         };
         let (mut wake, mut counted, mut scheduled) = (false, false, None);
         match then {
-            Then::Requeue { since } => {
+            Then::Requeue { since, priority } => {
                 *slot = Slot::Queued { since };
-                wake = self.ready.push(item.clone());
+                wake = self.ready.push(item.clone(), priority);
             }
-            Then::Wait { at } if !self.closing.load(Ordering::Acquire) => {
+            Then::Wait { at, priority } if !self.closing.load(Ordering::Acquire) => {
                 let t = now.unwrap_or_else(|| self.clock.now());
                 if at <= t {
                     let since = self.metrics.as_ref().map(|_| t);
                     *slot = Slot::Queued { since };
-                    wake = self.ready.push(item.clone());
+                    wake = self.ready.push(item.clone(), priority);
                     counted = true;
                 } else {
                     let seq = self.timer.schedule(item.clone(), at);
-                    *slot = Slot::Waiting { at, seq };
+                    *slot = Slot::Waiting { at, seq, priority };
                     self.start_waiting();
                     scheduled = Some(at);
                 }
@@ -363,15 +409,14 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
             };
             let mut shard = self.slots.lock(&e.item);
             if let Some(slot) = shard.get_mut(&e.item) {
-                if *slot
-                    == (Slot::Waiting {
-                        at: e.at,
-                        seq: e.seq,
-                    })
-                {
+                if let Slot::Waiting { at, seq, priority } = *slot {
+                    if (at, seq) != (e.at, e.seq) {
+                        dropped += 1;
+                        continue;
+                    }
                     *slot = Slot::Queued { since };
                     self.stop_waiting(1);
-                    self.ready.push_batched(e.item);
+                    self.ready.push_batched(e.item, priority);
                     fired += 1;
                     continue;
                 }

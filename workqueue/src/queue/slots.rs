@@ -53,8 +53,13 @@ pub(crate) enum Slot {
         started: Option<Instant>,
         then: Then,
     },
-    /// Waiting for its deadline `at` as the delay entry number `seq`.
-    Waiting { at: Instant, seq: u64 },
+    /// Waiting for its deadline `at` as the delay entry number `seq`; ready then at `priority`
+    /// (the priority queue's; 0 in the plain queue).
+    Waiting {
+        at: Instant,
+        seq: u64,
+        priority: i32,
+    },
 }
 
 /// What happens to an item in flight when its `done` comes.
@@ -62,10 +67,14 @@ pub(crate) enum Slot {
 pub(crate) enum Then {
     /// Forget it.
     Nothing,
-    /// It was added again while processing: queue it (dirty).
-    Requeue { since: Option<Instant> },
-    /// It was added with a delay while processing: wait until `at` (or queue it if past).
-    Wait { at: Instant },
+    /// It was added again while processing: queue it (dirty), at `priority`.
+    Requeue {
+        since: Option<Instant>,
+        priority: i32,
+    },
+    /// It was added with a delay while processing: wait until `at` (or queue it if past), then
+    /// be ready at `priority`.
+    Wait { at: Instant, priority: i32 },
 }
 
 /// The sharded map of slots.
