@@ -20,7 +20,9 @@ use stream::{Cut, FaultyStream};
 ///
 /// Probabilities are per call (`list_error`, `watch_error`, `cut_watch`, `instant_close`,
 /// `delay`), per list answer (`endless_pages`, `empty_continue`) or per event (`duplicate`,
-/// `unversioned_bookmark`). [`FaultPlan::default`] injects nothing; [`FaultPlan::chaos`] is a
+/// `unversioned_bookmark`, `cut_per_event`); `max_watch_lifetime` ends every watch within a
+/// time window. The last two keep a long run faulty throughout: the per-call draws alone
+/// decide nothing more once a watch that drew "no cut" stays open for good. [`FaultPlan::default`] injects nothing; [`FaultPlan::chaos`] is a
 /// busy mix of a flaky network; [`FaultPlan::hostile`] adds a misbehaving server.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FaultPlan {
@@ -58,6 +60,13 @@ pub struct FaultPlan {
     pub instant_close: f64,
     /// Probability that a bookmark without a resource version is slipped in before a watch event.
     pub unversioned_bookmark: f64,
+    /// Probability that a watch is cut right after an event, whatever its own schedule (with an
+    /// error with probability `cut_with_error`, else cleanly).
+    pub cut_per_event: f64,
+    /// Every watch ends (cleanly, as a server's watch timeout) after a time drawn uniformly in
+    /// `[max/2, max]` on the injector's clock, so its successor draws its faults anew;
+    /// `Duration::ZERO`: watches live as long as their schedule says.
+    pub max_watch_lifetime: Duration,
 }
 
 impl Default for FaultPlan {
@@ -77,14 +86,18 @@ impl Default for FaultPlan {
             empty_continue: 0.0,
             instant_close: 0.0,
             unversioned_bookmark: 0.0,
+            cut_per_event: 0.0,
+            max_watch_lifetime: Duration::ZERO,
         }
     }
 }
 
 impl FaultPlan {
     /// A busy mix of every fault, seeded with `seed`: a fifth of lists and watches fail, half of
-    /// the watches are cut within 8 events (half of those with an error), 5 % of events are
-    /// duplicated, a tenth of calls wait up to 2 s; errors are Expired, Retry, TooLarge or Other.
+    /// the watches are cut within 8 events (half of those with an error), any watch is cut after
+    /// an event with probability 2 % and ends within 2 to 4 s anyway (so faults keep coming for
+    /// as long as the run lasts), 5 % of events are duplicated, a tenth of calls wait up to 2 s;
+    /// errors are Expired, Retry, TooLarge or Other.
     pub fn chaos(seed: u64) -> Self {
         Self {
             seed,
@@ -96,6 +109,8 @@ impl FaultPlan {
             duplicate: 0.05,
             delay: 0.1,
             max_delay: Duration::from_secs(2),
+            cut_per_event: 0.02,
+            max_watch_lifetime: Duration::from_secs(4),
             error_kinds: vec![
                 ErrorKind::Expired,
                 ErrorKind::Retry,
@@ -189,6 +204,8 @@ pub struct FaultStats {
     pub instant_closes: u64,
     /// Bookmarks without a resource version slipped into watches.
     pub unversioned_bookmarks: u64,
+    /// Watches ended by [`FaultPlan::max_watch_lifetime`].
+    pub lifetime_cuts: u64,
 }
 
 pub(crate) struct FaultShared {
@@ -273,6 +290,32 @@ impl FaultShared {
 
     pub(crate) fn duplicate(&self) -> bool {
         !self.healed() && self.rng.lock().chance(self.plan.duplicate)
+    }
+
+    /// Draws whether to cut a watch after the event just delivered, and with which error.
+    pub(crate) fn cut_after_event(&self) -> Option<Option<ErrorKind>> {
+        if self.healed() || self.plan.cut_per_event <= 0.0 {
+            return None;
+        }
+        let mut rng = self.rng.lock();
+        if !rng.chance(self.plan.cut_per_event) {
+            return None;
+        }
+        Some(
+            rng.chance(self.plan.cut_with_error)
+                .then(|| self.error_kind(&mut rng)),
+        )
+    }
+
+    /// Draws how long a new watch may live ([`FaultPlan::max_watch_lifetime`]).
+    fn watch_lifetime(&self) -> Option<Duration> {
+        let max = self.plan.max_watch_lifetime;
+        if self.healed() || max.is_zero() {
+            return None;
+        }
+        let half = u64::try_from(max.as_nanos() / 2).unwrap_or(u64::MAX / 2);
+        let extra = self.rng.lock().below(half.saturating_add(1));
+        Some(Duration::from_nanos(half.saturating_add(extra)))
     }
 
     pub(crate) fn count(&self, f: impl FnOnce(&mut FaultStats)) {
@@ -446,13 +489,18 @@ impl<T: Send + Sync + 'static, L: ListWatcher<T>> ListWatcher<T> for FaultInject
         } else {
             None
         };
+        let lifetime = error
+            .is_none()
+            .then(|| self.shared.watch_lifetime())
+            .flatten();
         let inner = error.is_none().then(|| self.inner.watch(opts));
         async move {
             self.wait(delay).await;
             match inner {
                 Some(fut) => {
                     let stream = fut.await.map_err(FaultError::Backend)?;
-                    let faulty = FaultyStream::new(stream, cut, self.shared.clone());
+                    let lifetime = lifetime.map(|d| self.clock.sleep_async(d));
+                    let faulty = FaultyStream::new(stream, cut, lifetime, self.shared.clone());
                     Ok(Box::pin(faulty) as WatchStream<T, Self::Error>)
                 }
                 None => {

@@ -150,3 +150,63 @@ async fn delays_wait_on_the_injector_clock() {
     assert!(task.await.unwrap());
     assert_eq!(faulty.handle().stats().delays, 1);
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_watch_that_drew_no_cut_is_still_cut_after_some_event() {
+    // 200 events, no per-watch cut: only the per-event draw can end this watch early.
+    let lw = Arc::new(Scripted::default());
+    let events = (1..=200)
+        .map(|i| Ok(WatchEvent::Added(pod(&format!("p{i}"), "1"))))
+        .collect();
+    lw.watch_events(events);
+    let plan = FaultPlan {
+        seed: 3,
+        cut_per_event: 0.1,
+        cut_with_error: 0.0,
+        ..FaultPlan::default()
+    };
+    let faulty = FaultInjector::new(lw, plan);
+    let handle = faulty.handle();
+    let mut stream = faulty.watch(&WatchOptions::default()).await.unwrap();
+    let mut delivered = 0;
+    while let Some(Ok(_)) = stream.next().await {
+        delivered += 1;
+    }
+    assert!(
+        (1..200).contains(&delivered),
+        "cut after {delivered} of 200"
+    );
+    assert_eq!(handle.stats().clean_cuts, 1);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn every_watch_ends_within_its_lifetime_on_the_injector_clock() {
+    let lw = Arc::new(Scripted::default());
+    let clock = FakeClock::new();
+    let plan = FaultPlan {
+        max_watch_lifetime: Duration::from_secs(10),
+        ..FaultPlan::default()
+    };
+    let faulty = Arc::new(FaultInjector::with_clock(lw, plan, Arc::new(clock.clone())));
+    let handle = faulty.handle();
+    // The scripted watch never ends by itself.
+    let mut stream = faulty.watch(&WatchOptions::default()).await.unwrap();
+    let next = tokio::spawn(async move { stream.next().await.is_none() });
+    common::settle().await;
+    clock.advance(Duration::from_secs(4));
+    common::settle().await;
+    assert!(!next.is_finished(), "alive before half the lifetime");
+    clock.advance(Duration::from_secs(6));
+    assert!(next.await.unwrap(), "ended cleanly by the lifetime");
+    assert_eq!(handle.stats().lifetime_cuts, 1);
+
+    // Healed: the next watch lives on.
+    handle.heal();
+    let mut stream = faulty.watch(&WatchOptions::default()).await.unwrap();
+    let next = tokio::spawn(async move { stream.next().await.is_none() });
+    clock.advance(Duration::from_secs(60));
+    common::settle().await;
+    assert!(!next.is_finished(), "no lifetime once healed");
+    next.abort();
+    assert_eq!(handle.stats().lifetime_cuts, 1);
+}

@@ -4,6 +4,7 @@ use super::{FaultError, FaultShared, FaultSite, InjectedFault};
 use crate::sync::Arc;
 use crate::{Bookmark, ErrorKind, WatchEvent, WatchStream};
 use futures::Stream;
+use kcache_core::Sleep;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -19,6 +20,8 @@ pub(crate) struct Cut {
 pub(crate) struct FaultyStream<T, E> {
     inner: WatchStream<T, E>,
     cut: Option<Cut>,
+    /// Ends the watch when it fires ([`super::FaultPlan::max_watch_lifetime`]).
+    lifetime: Option<Sleep>,
     seen: u64,
     done: bool,
     duplicate: Option<WatchEvent<T>>,
@@ -29,11 +32,13 @@ impl<T, E> FaultyStream<T, E> {
     pub(crate) fn new(
         inner: WatchStream<T, E>,
         cut: Option<Cut>,
+        lifetime: Option<Sleep>,
         shared: Arc<FaultShared>,
     ) -> Self {
         Self {
             inner,
             cut,
+            lifetime,
             seen: 0,
             done: false,
             duplicate: None,
@@ -62,6 +67,16 @@ impl<T, E> Stream for FaultyStream<T, E> {
         }
         if let Some(ev) = this.duplicate.take() {
             return Poll::Ready(Some(Ok(ev)));
+        }
+        if let Some(lifetime) = this.lifetime.as_mut() {
+            if lifetime.as_mut().poll(cx).is_ready() {
+                this.lifetime = None;
+                if !this.shared.healed() {
+                    this.done = true;
+                    this.shared.count(|s| s.lifetime_cuts += 1);
+                    return Poll::Ready(None);
+                }
+            }
         }
         if let Some(cut) = this.cut {
             if this.seen >= cut.after && !this.shared.healed() {
@@ -107,6 +122,14 @@ impl<T, E> Stream for FaultyStream<T, E> {
                 if this.shared.duplicate() {
                     this.shared.count(|s| s.duplicates += 1);
                     this.duplicate = Some(copy_event(&ev));
+                }
+                if let Some(error) = this.shared.cut_after_event() {
+                    // The next poll ends the watch (after a duplicate, if one was drawn).
+                    this.cut = Some(Cut {
+                        after: this.seen,
+                        error,
+                        instant: false,
+                    });
                 }
                 Poll::Ready(Some(Ok(ev)))
             }
