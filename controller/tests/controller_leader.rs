@@ -81,9 +81,14 @@ impl Electors {
             .expect("valid config");
         let status = elector.status();
         let mut stop = self.stop.subscribe();
-        let run = elector.run(async move {
-            let _ = stop.wait_for(|s| *s).await;
-        });
+        let run = async move {
+            elector
+                .run(async move {
+                    let _ = stop.wait_for(|s| *s).await;
+                })
+                .await
+                .expect("the elector runs once");
+        };
         let _ = self.commands.send(Command::Spawn(Box::pin(run)));
         self.advance(Duration::ZERO).await;
         status

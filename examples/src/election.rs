@@ -50,9 +50,14 @@ impl Election {
             });
         let status = elector.status();
         let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(elector.run(async {
-            let _ = stopped.await;
-        }));
+        let task = tokio::spawn(async move {
+            let run = elector.run(async {
+                let _ = stopped.await;
+            });
+            if let Err(e) = run.await {
+                eprintln!("kcache-demo: leader election: {e}");
+            }
+        });
         Ok(Self {
             identity,
             status,

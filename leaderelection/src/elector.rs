@@ -1,14 +1,22 @@
 //! [`LeaderElector`]: client-go's `LeaderElector`, campaigning on a [`Lock`].
 
+mod attempt;
+mod release;
+mod run;
+
+pub use attempt::{Attempt, AttemptError};
+pub use release::{Release, ReleaseError};
+pub use run::AlreadyRunning;
+
 use crate::config::{ConfigError, LeaderElectionConfig};
 use crate::jitter::Jitter;
-use crate::lock::{Lock, LockError};
-use crate::record::LeaderElectionRecord;
+use crate::lock::Lock;
+use crate::record::{LeaderElectionRecord, VersionedRecord};
 use crate::status::{LeaderStatus, Leadership};
-use kcache_core::{saturating_add, Clock, ResourceVersion, SystemClock};
+use crate::sync::atomic::AtomicBool;
+use crate::sync::Mutex;
+use kcache_core::{Clock, ResourceVersion, SystemClock};
 use std::fmt;
-use std::future::Future;
-use std::pin::pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,6 +31,8 @@ pub enum TermEndReason {
     LeaseLost,
     /// The elector was stopped.
     Stopped,
+    /// [`LeaderElector::release`] gave the lease up.
+    Released,
 }
 
 /// A finished term, as reported to [`LeaderElector::on_stopped_leading`].
@@ -47,7 +57,7 @@ type StoppedFn = Box<dyn Fn(&TermEnd) + Send + Sync>;
 type NewLeaderFn = Box<dyn Fn(&str) + Send + Sync>;
 
 /// The record as last read or written, and when this elector saw it change.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Observed {
     record: LeaderElectionRecord,
     version: ResourceVersion,
@@ -55,45 +65,65 @@ struct Observed {
     at: Instant,
 }
 
-/// The outcome of one attempt to acquire or renew.
-enum Attempt {
-    /// The write succeeded; it was sent at `sent`.
-    Won {
-        sent: Instant,
-        version: ResourceVersion,
-    },
-    /// Someone else holds an unexpired lease.
-    HeldByOther,
-    /// The store failed; try again later.
-    Failed,
+/// The term this elector leads now.
+#[derive(Debug, Clone)]
+struct Term {
+    number: u64,
+    version: ResourceVersion,
+    started: Instant,
+}
+
+/// What the elector remembers between operations (never held across an await).
+#[derive(Debug)]
+struct State {
+    observed: Option<Observed>,
+    terms: u64,
+    term: Option<Term>,
+    /// How the last term ended, for the run loop.
+    last_end: Option<TermEnd>,
+    jitter: Jitter,
+}
+
+/// A callback to run once the state lock is released.
+enum Notice {
+    Started(Leadership),
+    Stopped(TermEnd),
+    NewLeader(String),
 }
 
 /// Campaigns for a lease on a [`Lock`] and keeps it renewed while leading: client-go's
 /// `tools/leaderelection.LeaderElector`.
 ///
-/// [`run`](Self::run) alternates two phases until it is stopped:
+/// Three ways to drive it, all through `&self` (so an elector can be run again after it
+/// returned, or shared in an `Arc`):
 ///
-/// 1. **Acquire**: every `retry_period` (plus jitter) read the record; take it if nobody holds
-///    it, if this candidate holds it, or if it has not changed for `lease_duration` *as measured
-///    by this elector's clock since it first saw that version* (client-go's rule: the record's
-///    own timestamps come from another machine's clock and are never compared with ours). The
-///    write names the version read, so of two candidates racing, one wins.
+/// - [`run`](Self::run): campaign, lead, campaign again after a lost term, until stopped (a
+///   controller with warm informers resumes work when leadership comes back);
+/// - [`run_one_term`](Self::run_one_term): client-go's `Run`: campaign until leading, lead until
+///   the term ends, return how it ended;
+/// - your own schedule: [`try_acquire_or_renew`](Self::try_acquire_or_renew) makes one attempt,
+///   [`release`](Self::release) gives the lease up. They keep the same
+///   [`status`](Self::status) and callbacks as the loops do; calling them *while* a loop runs is
+///   safe (operations take turns, every write is a compare-and-swap) but rarely what you want.
+///
+/// The rules, client-go's:
+///
+/// 1. **Acquire**: read the record; take it if nobody holds it, if this candidate holds it, or if
+///    it has not changed for its `lease_duration` *as measured by this elector's clock since it
+///    first saw that version* (the record's own timestamps come from another machine's clock and
+///    are never compared with ours). The write names the version read, so of two candidates
+///    racing, one wins.
 /// 2. **Lead**: renew every `retry_period`. The term lasts until `renew_deadline` after the last
 ///    successful renewal was *sent*; if no renewal succeeds by then, or the record shows another
-///    holder, the term ends and the elector campaigns again. Since a renewal lands in the store
-///    after it was sent, and others wait `lease_duration > renew_deadline` after they see it,
-///    this holder stops believing it leads at least `lease_duration - renew_deadline` before
-///    anyone else may take over.
-///
-/// Unlike client-go's `Run`, which returns after the first term, `run` keeps campaigning after a
-/// term ends (a controller with warm informers resumes work when leadership comes back). Stop it
-/// with its `stop` future; exit the process from
-/// [`on_stopped_leading`](Self::on_stopped_leading) if you want client-go's behaviour.
+///    holder, the term ends. Since a renewal lands in the store after it was sent, and others wait
+///    `lease_duration > renew_deadline` after they see it, this holder stops believing it leads at
+///    least `lease_duration - renew_deadline` before anyone else may take over.
 ///
 /// What the process sees: [`status`](Self::status) ([`LeaderStatus::is_leader`], the observed
-/// leader, waits), and three callbacks run on the elector's task (keep them short; spawn longer
-/// work): [`on_started_leading`](Self::on_started_leading) with a [`Leadership`] token that
-/// resolves when the term is over, [`on_stopped_leading`](Self::on_stopped_leading), and
+/// leader, waits, the [health check](LeaderStatus::check)), and three callbacks run on the task
+/// that drives the elector (keep them short; spawn longer work):
+/// [`on_started_leading`](Self::on_started_leading) with a [`Leadership`] token that resolves when
+/// the term is over, [`on_stopped_leading`](Self::on_stopped_leading), and
 /// [`on_new_leader`](Self::on_new_leader).
 ///
 /// All waiting goes through the [`Clock`], so tests run the state machine on a
@@ -104,19 +134,19 @@ enum Attempt {
 /// use kcache_leaderelection::{InProcessLock, LeaderElectionConfig, LeaderElector};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), kcache_leaderelection::ConfigError> {
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let elector = LeaderElector::new(InProcessLock::new("replica-a"), LeaderElectionConfig::new())?
 ///     .on_started_leading(|term| println!("leading, term {}", term.term()));
 /// let status = elector.status();
 /// let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-/// let run = tokio::spawn(elector.run(async { let _ = stopped.await; }));
+/// let run = tokio::spawn(async move { elector.run(async { let _ = stopped.await; }).await });
 ///
-/// let term = status.wait_for_leadership().await.expect("the only candidate leads");
+/// let term = status.wait_for_leadership().await.ok_or("the only candidate leads")?;
 /// assert!(status.is_leader());
 /// assert_eq!(status.leader().as_deref(), Some("replica-a"));
 ///
 /// let _ = stop.send(());
-/// run.await.expect("the elector finished");
+/// run.await??;
 /// assert!(!term.is_held());
 /// # Ok(())
 /// # }
@@ -126,9 +156,10 @@ pub struct LeaderElector<L> {
     config: LeaderElectionConfig,
     clock: Arc<dyn Clock>,
     status: LeaderStatus,
-    jitter: Jitter,
-    observed: Option<Observed>,
-    terms: u64,
+    state: Mutex<State>,
+    /// Operations on the lock take turns (an attempt, a release).
+    ops: tokio::sync::Mutex<()>,
+    running: AtomicBool,
     on_started: Option<StartedFn>,
     on_stopped: Option<StoppedFn>,
     on_new_leader: Option<NewLeaderFn>,
@@ -158,13 +189,24 @@ impl<L: Lock> LeaderElector<L> {
         config.validate()?;
         let identity: Arc<str> = Arc::from(lock.identity());
         Ok(Self {
-            jitter: Jitter::new(config.jitter_factor, &identity),
-            status: LeaderStatus::new(clock.clone(), identity),
+            state: Mutex::new(State {
+                observed: None,
+                terms: 0,
+                term: None,
+                last_end: None,
+                jitter: Jitter::new(config.jitter_factor, &identity),
+            }),
+            status: LeaderStatus::new(
+                clock.clone(),
+                identity,
+                config.lease_duration,
+                Arc::from(config.name.as_str()),
+            ),
             lock,
             config,
             clock,
-            observed: None,
-            terms: 0,
+            ops: tokio::sync::Mutex::new(()),
+            running: AtomicBool::new(false),
             on_started: None,
             on_stopped: None,
             on_new_leader: None,
@@ -204,275 +246,167 @@ impl<L: Lock> LeaderElector<L> {
         &self.config
     }
 
-    /// Campaigns, leads, campaigns again after a lost term, until `stop` completes. Stopped while
-    /// leading, it ends the term first, then releases the lease if
-    /// [`release_on_cancel`](LeaderElectionConfig::release_on_cancel) is set (one write, given up
-    /// after `renew_deadline`).
+    /// The lock.
+    pub fn lock(&self) -> &L {
+        &self.lock
+    }
+
+    /// The record as this elector last read or wrote it, with its version (client-go's
+    /// observed record); `None` before the first successful read or write.
+    pub fn observed_record(&self) -> Option<VersionedRecord> {
+        self.state
+            .lock()
+            .observed
+            .as_ref()
+            .map(|o| VersionedRecord {
+                record: o.record.clone(),
+                version: o.version.clone(),
+            })
+    }
+
+    /// Whether the last observed record names this candidate as holder (client-go's
+    /// `IsLeader`). This is the elector's bookkeeping; whether the process may act as leader is
+    /// [`LeaderStatus::is_leader`], which also honours the renew deadline.
+    pub fn holds_lease(&self) -> bool {
+        self.state
+            .lock()
+            .observed
+            .as_ref()
+            .is_some_and(|o| self.holds(o))
+    }
+
+    /// client-go's `Check`: see [`LeaderStatus::check`].
     ///
-    /// # Runtime
-    /// Run it inside a tokio runtime: the etcd and Kubernetes locks need one, and so does waiting
-    /// on the [`SystemClock`] (tokio's timer).
-    ///
-    /// # Cancel safety
-    /// Dropping the future ends nothing cleanly: the status keeps its last term until its
-    /// deadline passes. Stop it through `stop`.
-    pub async fn run<S>(mut self, stop: S)
-    where
-        S: Future<Output = ()> + Send,
-    {
-        let mut stop = pin!(stop);
-        tracing::info!(identity = %self.lock.identity(), lock = %self.lock.describe(), name = %self.config.name, "leader election: campaigning");
-        'campaign: loop {
-            // Acquire.
-            let (sent, version) = loop {
-                // An attempt that hangs (an unreachable store) is given up after the renew
-                // deadline: it could not start a term any more.
-                let give_up = self.clock.sleep_async(self.config.renew_deadline);
-                tokio::select! {
-                    biased;
-                    () = &mut stop => break 'campaign,
-                    () = give_up => {
-                        tracing::warn!(identity = %self.lock.identity(), "an attempt to acquire the lease timed out");
-                    }
-                    attempt = self.try_acquire_or_renew() => {
-                        if let Attempt::Won { sent, version } = attempt {
-                            if self.clock.now() < saturating_add(sent, self.config.renew_deadline) {
-                                break (sent, version);
-                            }
-                            tracing::warn!(identity = %self.lock.identity(), "acquired the lease too late to lead on it; trying again");
-                        }
-                    }
-                }
-                let wait = self.jitter.apply(self.config.retry_period);
-                tokio::select! {
-                    biased;
-                    () = &mut stop => break 'campaign,
-                    () = self.clock.sleep_async(wait) => {}
-                }
-            };
-            let end = self.lead(sent, version, stop.as_mut()).await;
-            if end.reason == TermEndReason::Stopped {
-                if self.config.release_on_cancel {
-                    self.release().await;
-                }
-                break 'campaign;
-            }
-        }
-        self.status.finish();
-        tracing::info!(identity = %self.lock.identity(), "leader election: stopped");
-    }
-
-    /// One term: renew until the deadline passes, the lease is lost or `stop` completes.
-    async fn lead<S>(
-        &mut self,
-        sent: Instant,
-        version: ResourceVersion,
-        mut stop: std::pin::Pin<&mut S>,
-    ) -> TermEnd
-    where
-        S: Future<Output = ()> + Send,
-    {
-        self.terms += 1;
-        let term = self.terms;
-        let started = self.clock.now();
-        let deadline = saturating_add(sent, self.config.renew_deadline);
-        self.status.start_term(term, deadline, version.clone());
-        tracing::info!(identity = %self.lock.identity(), term, %version, "leader election: started leading");
-        if let Some(f) = &self.on_started {
-            if let Some(token) = self.status.leadership() {
-                f(token);
-            }
-        }
-        let reason = loop {
-            let deadline = self.status.deadline().unwrap_or(started);
-            let next = saturating_add(self.clock.now(), self.config.retry_period).min(deadline);
-            tokio::select! {
-                biased;
-                () = stop.as_mut() => break TermEndReason::Stopped,
-                () = self.clock.sleep_until_async(next) => {}
-            }
-            if self.clock.now() >= deadline {
-                break TermEndReason::RenewDeadlineExceeded;
-            }
-            let attempt = tokio::select! {
-                biased;
-                () = stop.as_mut() => break TermEndReason::Stopped,
-                () = self.clock.sleep_until_async(deadline) => break TermEndReason::RenewDeadlineExceeded,
-                attempt = self.try_acquire_or_renew() => attempt,
-            };
-            match attempt {
-                Attempt::Won { sent, .. } => self
-                    .status
-                    .extend_term(saturating_add(sent, self.config.renew_deadline)),
-                Attempt::HeldByOther => break TermEndReason::LeaseLost,
-                Attempt::Failed => {}
-            }
-        };
-        let now = self.clock.now();
-        let deadline = self.status.deadline().unwrap_or(now);
-        self.status.end_term();
-        let end = TermEnd {
-            term,
-            version,
-            started,
-            ended: now.min(deadline),
-            reason,
-        };
-        match reason {
-            TermEndReason::Stopped => {
-                tracing::info!(identity = %self.lock.identity(), term, "leader election: stopped leading (stopped)")
-            }
-            _ => {
-                tracing::warn!(identity = %self.lock.identity(), term, ?reason, "leader election: lost the lease")
-            }
-        }
-        if let Some(f) = &self.on_stopped {
-            f(&end);
-        }
-        end
-    }
-
-    /// client-go's `tryAcquireOrRenew`.
-    async fn try_acquire_or_renew(&mut self) -> Attempt {
-        let sent = self.clock.now();
-        let wall = self.clock.system_time();
-        let mut record = LeaderElectionRecord {
-            holder_identity: self.lock.identity().to_owned(),
-            lease_duration: self.config.lease_duration,
-            acquire_time: wall,
-            renew_time: wall,
-            leader_transitions: 0,
-        };
-
-        // Fast path: while leading, write over the version we know without reading first.
-        if self.status.is_leader() {
-            if let Some(obs) = self.observed.as_ref().filter(|o| self.holds(o)) {
-                record.acquire_time = obs.record.acquire_time;
-                record.leader_transitions = obs.record.leader_transitions;
-                let version = obs.version.clone();
-                match self.lock.update(&version, &record).await {
-                    Ok(v) => {
-                        self.observe(record, v.clone());
-                        return Attempt::Won { sent, version: v };
-                    }
-                    Err(e) => {
-                        tracing::debug!(identity = %self.lock.identity(), error = %ErrorChain(&e), "renewal without a read failed; reading the record");
-                    }
-                }
-            }
-        }
-
-        // Read (or create) the record.
-        let current = match self.lock.get().await {
-            Ok(Some(current)) => current,
-            Ok(None) => {
-                return match self.lock.create(&record).await {
-                    Ok(v) => {
-                        self.observe(record, v.clone());
-                        Attempt::Won { sent, version: v }
-                    }
-                    Err(e) => {
-                        tracing::warn!(identity = %self.lock.identity(), error = %ErrorChain(&e), "cannot create the lock record");
-                        Attempt::Failed
-                    }
-                };
-            }
-            Err(e) => {
-                tracing::warn!(identity = %self.lock.identity(), lock = %self.lock.describe(), error = %ErrorChain(&e), "cannot read the lock record");
-                return Attempt::Failed;
-            }
-        };
-        if self.observed.as_ref().map(|o| &o.version) != Some(&current.version) {
-            self.observe(current.record.clone(), current.version.clone());
-        }
-        let Some(obs) = self.observed.as_ref() else {
-            return Attempt::Failed;
-        };
-        let holds = self.holds(obs);
-        let expired = saturating_add(obs.at, obs.record.lease_duration) < self.clock.now();
-        if !obs.record.is_released() && !expired && !holds {
-            tracing::debug!(identity = %self.lock.identity(), holder = %obs.record.holder_identity, "the lease is held by another candidate and has not expired");
-            return Attempt::HeldByOther;
-        }
-
-        // Take it (or renew it).
-        if holds {
-            record.acquire_time = obs.record.acquire_time;
-            record.leader_transitions = obs.record.leader_transitions;
-        } else {
-            record.leader_transitions = obs.record.leader_transitions.saturating_add(1);
-        }
-        match self.lock.update(&current.version, &record).await {
-            Ok(v) => {
-                self.observe(record, v.clone());
-                Attempt::Won { sent, version: v }
-            }
-            Err(LockError::Conflict) => {
-                tracing::debug!(identity = %self.lock.identity(), "another candidate wrote the lock record first");
-                Attempt::Failed
-            }
-            Err(e) => {
-                tracing::warn!(identity = %self.lock.identity(), error = %ErrorChain(&e), "cannot update the lock record");
-                Attempt::Failed
-            }
-        }
-    }
-
-    /// client-go's `release`: a record with no holder, so the next candidate need not wait.
-    async fn release(&mut self) {
-        let Some(obs) = self.observed.as_ref().filter(|o| self.holds(o)) else {
-            return;
-        };
-        let wall = self.clock.system_time();
-        let record = LeaderElectionRecord {
-            holder_identity: String::new(),
-            lease_duration: Duration::from_secs(1),
-            acquire_time: wall,
-            renew_time: wall,
-            leader_transitions: obs.record.leader_transitions,
-        };
-        let version = obs.version.clone();
-        let give_up = saturating_add(self.clock.now(), self.config.renew_deadline);
-        tokio::select! {
-            biased;
-            result = self.lock.update(&version, &record) => match result {
-                Ok(v) => {
-                    tracing::info!(identity = %self.lock.identity(), "leader election: released the lease");
-                    self.observe(record, v);
-                }
-                Err(e) => tracing::warn!(identity = %self.lock.identity(), error = %ErrorChain(&e), "cannot release the lease"),
-            },
-            () = self.clock.sleep_until_async(give_up) => {
-                tracing::warn!(identity = %self.lock.identity(), "gave up releasing the lease after the renew deadline");
-            }
-        }
+    /// # Errors
+    /// [`HealthCheckError`](crate::HealthCheckError) when this candidate holds the lease but has
+    /// not renewed it for longer than the lease duration plus `tolerance`.
+    pub fn check(&self, tolerance: Duration) -> Result<(), crate::HealthCheckError> {
+        self.status.check(tolerance)
     }
 
     fn holds(&self, obs: &Observed) -> bool {
         obs.record.holder_identity == self.lock.identity()
     }
 
-    /// Records a new version of the record, seen now, and reports a change of holder.
-    fn observe(&mut self, record: LeaderElectionRecord, version: ResourceVersion) {
-        let holder_changed = self
+    /// Records a version of the record, seen now; reports a change of holder.
+    fn observe(
+        &self,
+        st: &mut State,
+        record: LeaderElectionRecord,
+        version: ResourceVersion,
+        notices: &mut Vec<Notice>,
+    ) {
+        let holder_changed = st
             .observed
             .as_ref()
             .is_none_or(|o| o.record.holder_identity != record.holder_identity);
         let holder = (!record.is_released()).then(|| record.holder_identity.clone());
-        self.observed = Some(Observed {
+        let now = self.clock.now();
+        let holder_is_self = record.holder_identity == self.lock.identity();
+        st.observed = Some(Observed {
             record,
             version,
-            at: self.clock.now(),
+            at: now,
         });
+        self.status.observed(now, holder_is_self);
         if holder_changed {
             self.status.set_leader(holder.as_deref());
             if let Some(h) = holder {
                 tracing::info!(identity = %self.lock.identity(), leader = %h, "leader election: new leader observed");
-                if let Some(f) = &self.on_new_leader {
-                    f(&h);
+                notices.push(Notice::NewLeader(h));
+            }
+        }
+    }
+
+    /// Starts a term whose renew deadline is `deadline`.
+    fn start_term(
+        &self,
+        st: &mut State,
+        version: ResourceVersion,
+        deadline: Instant,
+        notices: &mut Vec<Notice>,
+    ) {
+        st.terms += 1;
+        let number = st.terms;
+        st.term = Some(Term {
+            number,
+            version: version.clone(),
+            started: self.clock.now(),
+        });
+        st.last_end = None;
+        self.status.start_term(number, deadline, version.clone());
+        tracing::info!(identity = %self.lock.identity(), term = number, %version, "leader election: started leading");
+        if let Some(token) = self.status.leadership() {
+            notices.push(Notice::Started(token));
+        }
+    }
+
+    /// Ends the current term, if any.
+    fn end_term(&self, st: &mut State, reason: TermEndReason, notices: &mut Vec<Notice>) {
+        let Some(term) = st.term.take() else {
+            return;
+        };
+        let now = self.clock.now();
+        let deadline = self.status.deadline().unwrap_or(now);
+        self.status.end_term();
+        let end = TermEnd {
+            term: term.number,
+            version: term.version,
+            started: term.started,
+            ended: now.min(deadline),
+            reason,
+        };
+        match reason {
+            TermEndReason::Stopped | TermEndReason::Released => {
+                tracing::info!(identity = %self.lock.identity(), term = end.term, ?reason, "leader election: stopped leading")
+            }
+            _ => {
+                tracing::warn!(identity = %self.lock.identity(), term = end.term, ?reason, "leader election: lost the lease")
+            }
+        }
+        st.last_end = Some(end.clone());
+        notices.push(Notice::Stopped(end));
+    }
+
+    /// Ends the current term if its renew deadline has passed.
+    fn end_term_if_expired(&self, st: &mut State, notices: &mut Vec<Notice>) {
+        if st.term.is_some()
+            && self
+                .status
+                .deadline()
+                .is_none_or(|deadline| self.clock.now() >= deadline)
+        {
+            self.end_term(st, TermEndReason::RenewDeadlineExceeded, notices);
+        }
+    }
+
+    /// Runs `f` on the state, then the callbacks it asked for (outside the state lock).
+    fn with_state<R>(&self, f: impl FnOnce(&mut State, &mut Vec<Notice>) -> R) -> R {
+        let mut notices = Vec::new();
+        let r = {
+            let mut st = self.state.lock();
+            f(&mut st, &mut notices)
+        };
+        for notice in notices {
+            match notice {
+                Notice::Started(token) => {
+                    if let Some(f) = &self.on_started {
+                        f(token);
+                    }
+                }
+                Notice::Stopped(end) => {
+                    if let Some(f) = &self.on_stopped {
+                        f(&end);
+                    }
+                }
+                Notice::NewLeader(h) => {
+                    if let Some(f) = &self.on_new_leader {
+                        f(&h);
+                    }
                 }
             }
         }
+        r
     }
 }
 

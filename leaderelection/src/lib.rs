@@ -7,13 +7,20 @@
 //! - [`LeaderElector`]: campaigns, leads, renews; callbacks for started and stopped leading and
 //!   for a new leader; [`LeaderStatus`] for the rest of the process (`is_leader`, the observed
 //!   leader, waits) and a [`Leadership`] token per term that resolves when the term is over.
+//!   Driven by [`run`](LeaderElector::run) (campaign until stopped),
+//!   [`run_one_term`](LeaderElector::run_one_term) (client-go's `Run`: return when the term
+//!   ends), or by the caller's own schedule: one [`try_acquire_or_renew`](LeaderElector::try_acquire_or_renew)
+//!   at a time and [`release`](LeaderElector::release).
+//! - [`LeaderHealthCheck`]: client-go's `HealthzAdaptor`, a liveness check for whoever serves
+//!   `/healthz`: it fails once the leader has not renewed for the lease duration plus a
+//!   tolerance.
 //! - [`LeaderElectionConfig`]: client-go's timings (lease 15 s, renew deadline 10 s, retry 2 s,
 //!   jitter 1.2) and `release_on_cancel`, checked at construction ([`ConfigError`]).
 //! - [`Lock`]: get / create / update with optimistic concurrency of a [`LeaderElectionRecord`]
 //!   (client-go's `resourcelock.Interface`). Locks live with the stores: [`InProcessLock`] here
 //!   (tests, demos), `EtcdLock` in `kcache-etcd`, `LeaseLock` (a `coordination.k8s.io/v1` Lease)
 //!   in `kcache-kube`.
-//! - [`LeaderGate`]: the small trait through which `kcache-informer`'s `Controller` follows an
+//! - [`LeaderGate`]: the small trait through which `kcache-controller`'s `Controller` follows an
 //!   election (its workers take keys only while leading).
 //!
 //! Time is read and waited on through kcache's [`Clock`](kcache_core::Clock), so the whole state
@@ -51,9 +58,10 @@
 //! let until_stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
 //!     let _ = rx.wait_for(|s| *s).await;
 //! };
-//! tokio::spawn(a.run(until_stopped(stopped.clone())));
+//! let stop_a = until_stopped(stopped.clone());
+//! tokio::spawn(async move { a.run(stop_a).await });
 //! let term_a = status_a.wait_for_leadership().await.ok_or("a never led")?;
-//! tokio::spawn(b.run(until_stopped(stopped)));
+//! tokio::spawn(async move { b.run(until_stopped(stopped)).await });
 //!
 //! // Let time pass in small steps (a yield lets both electors act at each step).
 //! let step = |clock: FakeClock, secs: u64| async move {
@@ -78,6 +86,7 @@
 
 mod config;
 mod elector;
+mod health;
 mod in_process;
 mod jitter;
 mod lock;
@@ -86,7 +95,11 @@ mod status;
 mod sync;
 
 pub use config::{ConfigError, LeaderElectionConfig, DEFAULT_JITTER_FACTOR};
-pub use elector::{LeaderElector, TermEnd, TermEndReason};
+pub use elector::{
+    AlreadyRunning, Attempt, AttemptError, LeaderElector, Release, ReleaseError, TermEnd,
+    TermEndReason,
+};
+pub use health::{HealthCheckError, LeaderHealthCheck};
 pub use in_process::{InProcessLock, Unavailable};
 pub use lock::{Lock, LockError};
 pub use record::{LeaderElectionRecord, VersionedRecord};

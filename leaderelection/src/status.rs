@@ -1,11 +1,12 @@
 //! [`LeaderStatus`] and [`Leadership`]: what the rest of the process sees of an election.
 
+use crate::health::HealthCheckError;
 use crate::sync::Mutex;
 use futures::future::BoxFuture;
 use kcache_core::{Clock, ResourceVersion};
 use std::fmt;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 /// A snapshot of an elector's view of the election.
@@ -30,11 +31,22 @@ struct TermDeadline {
     version: ResourceVersion,
 }
 
+/// When this elector last saw the record change, and whether it named this candidate: what the
+/// health check judges.
+#[derive(Debug, Clone, Copy)]
+struct Observation {
+    at: Instant,
+    holder_is_self: bool,
+}
+
 pub(crate) struct Shared {
     state: watch::Sender<LeaderState>,
     deadline: Mutex<Option<TermDeadline>>,
+    observation: Mutex<Option<Observation>>,
     clock: Arc<dyn Clock>,
     identity: Arc<str>,
+    lease_duration: Duration,
+    name: Arc<str>,
 }
 
 /// A cheap, cloneable view of one [`LeaderElector`](crate::LeaderElector): whether this process
@@ -49,13 +61,21 @@ pub struct LeaderStatus {
 }
 
 impl LeaderStatus {
-    pub(crate) fn new(clock: Arc<dyn Clock>, identity: Arc<str>) -> Self {
+    pub(crate) fn new(
+        clock: Arc<dyn Clock>,
+        identity: Arc<str>,
+        lease_duration: Duration,
+        name: Arc<str>,
+    ) -> Self {
         Self {
             shared: Arc::new(Shared {
                 state: watch::Sender::new(LeaderState::default()),
                 deadline: Mutex::new(None),
+                observation: Mutex::new(None),
                 clock,
                 identity,
+                lease_duration,
+                name,
             }),
         }
     }
@@ -127,6 +147,46 @@ impl LeaderStatus {
         if let Some(l) = self.leadership() {
             l.lost().await;
         }
+    }
+
+    /// client-go's `LeaderElector.Check`: fails when the lease was last observed naming this
+    /// candidate more than `lease_duration + tolerance` ago, i.e. this process leads (or believes
+    /// it does) but has not renewed for longer than anyone would wait for it.
+    ///
+    /// A candidate that does not hold the lease, or has not read it yet, is healthy: a standby is
+    /// not the leader's problem. See [`LeaderHealthCheck`](crate::LeaderHealthCheck) for a check
+    /// that can be created before the elector.
+    ///
+    /// # Errors
+    /// [`HealthCheckError`] naming the election and how long ago the last renewal was observed.
+    #[doc(alias = "Check")]
+    pub fn check(&self, tolerance: Duration) -> Result<(), HealthCheckError> {
+        let Some(obs) = *self.shared.observation.lock() else {
+            return Ok(());
+        };
+        if !obs.holder_is_self {
+            return Ok(());
+        }
+        let since = self.shared.clock.now().saturating_duration_since(obs.at);
+        if since > self.shared.lease_duration.saturating_add(tolerance) {
+            return Err(HealthCheckError {
+                name: self.shared.name.to_string(),
+                identity: self.shared.identity.to_string(),
+                since,
+            });
+        }
+        Ok(())
+    }
+
+    pub(crate) fn observed(&self, at: Instant, holder_is_self: bool) {
+        *self.shared.observation.lock() = Some(Observation { at, holder_is_self });
+    }
+
+    /// A restarted `run`: the status is live again.
+    pub(crate) fn restart(&self) {
+        self.shared
+            .state
+            .send_if_modified(|s| std::mem::take(&mut s.finished));
     }
 
     pub(crate) fn start_term(&self, term: u64, deadline: Instant, version: ResourceVersion) {
@@ -272,7 +332,7 @@ impl fmt::Debug for Leadership {
 }
 
 /// What a component that works only while leading needs from an election: the seam between
-/// `kcache-informer`'s `Controller` and an elector. [`LeaderStatus`] implements it; implement it
+/// `kcache-controller`'s `Controller` and an elector. [`LeaderStatus`] implements it; implement it
 /// for another election mechanism to drive a controller with it.
 pub trait LeaderGate: Send + Sync + fmt::Debug + 'static {
     /// Whether this process leads at this moment.

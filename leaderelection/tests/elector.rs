@@ -62,7 +62,7 @@ struct Candidate {
     stop: watch::Sender<bool>,
     ended: Arc<Mutex<Vec<TermEnd>>>,
     leaders_seen: Arc<Mutex<Vec<String>>>,
-    run: tokio::task::JoinHandle<()>,
+    run: tokio::task::JoinHandle<Result<(), kcache_leaderelection::AlreadyRunning>>,
 }
 
 impl Candidate {
@@ -76,9 +76,13 @@ impl Candidate {
             .on_new_leader(move |id| l.lock().push(id.to_owned()));
         let status = elector.status();
         let (stop, mut stopped) = watch::channel(false);
-        let run = tokio::spawn(elector.run(async move {
-            let _ = stopped.wait_for(|s| *s).await;
-        }));
+        let run = tokio::spawn(async move {
+            elector
+                .run(async move {
+                    let _ = stopped.wait_for(|s| *s).await;
+                })
+                .await
+        });
         Self {
             lock,
             status,
@@ -93,7 +97,10 @@ impl Candidate {
         let _ = self.stop.send(true);
         settle().await;
         assert!(self.run.is_finished(), "the elector stops when told to");
-        self.run.await.expect("the elector does not panic");
+        self.run
+            .await
+            .expect("the elector does not panic")
+            .expect("the elector was not already running");
         self.ended.lock().clone()
     }
 }
@@ -287,9 +294,12 @@ async fn expiry_is_judged_by_local_observation_not_by_the_holders_timestamps() {
         LeaderElector::with_clock(lock.clone(), config(), Arc::new(skewed)).expect("valid config");
     let a_status = a.status();
     let (stop_a, mut stopped_a) = watch::channel(false);
-    let a_run = tokio::spawn(a.run(async move {
-        let _ = stopped_a.wait_for(|s| *s).await;
-    }));
+    let a_run = tokio::spawn(async move {
+        a.run(async move {
+            let _ = stopped_a.wait_for(|s| *s).await;
+        })
+        .await
+    });
     settle().await;
     assert!(a_status.is_leader());
     let b = Candidate::start(lock.for_identity("b"), config(), &clock);
@@ -301,7 +311,7 @@ async fn expiry_is_judged_by_local_observation_not_by_the_holders_timestamps() {
     // a stops without releasing; b waits the lease from its last observed change.
     let _ = stop_a.send(true);
     settle().await;
-    a_run.await.expect("a stops");
+    a_run.await.expect("a stops").expect("a ran once");
     let b_status = b.status.clone();
     let took = advance_until(&clock, Duration::from_secs(30), || b_status.is_leader())
         .await
@@ -535,4 +545,100 @@ fn errors_are_send_sync_and_static() {
     fn check<E: std::error::Error + Send + Sync + 'static>() {}
     check::<ConfigError>();
     check::<kcache_leaderelection::LockError>();
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn run_one_term_returns_when_the_term_ends_and_the_elector_runs_again() {
+    let clock = FakeClock::new();
+    let lock = InProcessLock::new("a");
+    let elector = Arc::new(
+        LeaderElector::with_clock(lock.clone(), config(), Arc::new(clock.clone()))
+            .expect("valid config"),
+    );
+    let status = elector.status();
+    let e = elector.clone();
+    let run = tokio::spawn(async move { e.run_one_term(std::future::pending()).await });
+    settle().await;
+    assert!(status.is_leader());
+    lock.set_available(false);
+    advance(&clock, Duration::from_secs(10)).await;
+    assert!(
+        run.is_finished(),
+        "client-go's Run returns once the term is over"
+    );
+    let end = run
+        .await
+        .expect("no panic")
+        .expect("not running twice")
+        .expect("it led");
+    assert_eq!(end.reason, TermEndReason::RenewDeadlineExceeded);
+    assert!(status.state().finished);
+
+    // The same elector campaigns again (nothing was consumed).
+    lock.set_available(true);
+    let e = elector.clone();
+    let (stop, mut stopped) = watch::channel(false);
+    let again = tokio::spawn(async move {
+        e.run(async move {
+            let _ = stopped.wait_for(|s| *s).await;
+        })
+        .await
+    });
+    settle().await;
+    assert!(!status.state().finished);
+    let second = status.wait_for_leadership().await.expect("leads again");
+    assert_eq!(second.term(), 2);
+    let _ = stop.send(true);
+    settle().await;
+    again.await.expect("no panic").expect("not running twice");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn run_one_term_returns_none_when_stopped_before_leading() {
+    let clock = FakeClock::new();
+    let lock = InProcessLock::new("a");
+    let a = Candidate::start(lock.clone(), config(), &clock);
+    settle().await;
+    let b = LeaderElector::with_clock(lock.for_identity("b"), config(), Arc::new(clock.clone()))
+        .expect("valid config");
+    let (stop, mut stopped) = watch::channel(false);
+    let run = b.run_one_term(async move {
+        let _ = stopped.wait_for(|s| *s).await;
+    });
+    let stopper = async {
+        advance(&clock, Duration::from_secs(4)).await;
+        let _ = stop.send(true);
+    };
+    let (end, ()) = tokio::join!(run, stopper);
+    assert_eq!(end, Ok(None));
+    a.stop().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_second_concurrent_run_is_refused() {
+    let clock = FakeClock::new();
+    let elector = Arc::new(
+        LeaderElector::with_clock(InProcessLock::new("a"), config(), Arc::new(clock.clone()))
+            .expect("valid config"),
+    );
+    let e = elector.clone();
+    let (stop, mut stopped) = watch::channel(false);
+    let first = tokio::spawn(async move {
+        e.run(async move {
+            let _ = stopped.wait_for(|s| *s).await;
+        })
+        .await
+    });
+    settle().await;
+    assert_eq!(
+        elector.run(std::future::pending()).await,
+        Err(kcache_leaderelection::AlreadyRunning)
+    );
+    assert_eq!(
+        elector.run_one_term(std::future::pending()).await,
+        Err(kcache_leaderelection::AlreadyRunning)
+    );
+    let _ = stop.send(true);
+    settle().await;
+    assert_eq!(first.await.expect("no panic"), Ok(()));
 }

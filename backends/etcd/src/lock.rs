@@ -46,7 +46,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// let lock = EtcdLock::new(client, "/locks/replicaset-controller", "replica-a");
 /// let elector = LeaderElector::new(lock, LeaderElectionConfig::new())?;
 /// let status = elector.status();
-/// tokio::spawn(elector.run(std::future::pending()));
+/// tokio::spawn(async move { elector.run(std::future::pending()).await });
 /// status.wait_for_leadership().await;
 /// # Ok(()) }
 /// ```

@@ -142,7 +142,8 @@ fn child(args: &[String]) {
             .run(async move {
                 let _ = rx.await;
             })
-            .await;
+            .await
+            .expect("the elector runs once");
         println!("EXIT {identity}");
     });
 }

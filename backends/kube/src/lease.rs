@@ -29,7 +29,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// let lock = LeaseLock::new(client, "kube-system", "my-controller", "pod-abc123");
 /// let elector = LeaderElector::new(lock, LeaderElectionConfig::new())?;
 /// let status = elector.status();
-/// tokio::spawn(elector.run(std::future::pending()));
+/// tokio::spawn(async move { elector.run(std::future::pending()).await });
 /// status.wait_for_leadership().await;
 /// # Ok(()) }
 /// ```

@@ -86,9 +86,14 @@ fn start(server: &Loopback, identity: &str, config: LeaderElectionConfig) -> Run
     let elector = LeaderElector::new(lock, config).unwrap();
     let status = elector.status();
     let (stop, mut stopped) = watch::channel(false);
-    let task = tokio::spawn(elector.run(async move {
-        let _ = stopped.wait_for(|s| *s).await;
-    }));
+    let task = tokio::spawn(async move {
+        elector
+            .run(async move {
+                let _ = stopped.wait_for(|s| *s).await;
+            })
+            .await
+            .expect("the elector runs once");
+    });
     Running { status, stop, task }
 }
 

@@ -225,7 +225,7 @@ impl ControllerBuilder {
     /// let controller = Controller::builder("replicasets")
     ///     .leader_election(elector.status())
     ///     .build()?;
-    /// // tokio::spawn(elector.run(stop)); controller.run(reconcile)?; ...
+    /// // tokio::spawn(async move { elector.run(stop).await }); controller.run(reconcile)?; ...
     /// # let _ = controller;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
