@@ -40,6 +40,9 @@ use std::time::Duration;
 
 /// Pause between two user actions.
 const USER_TICK: Duration = Duration::from_millis(4);
+/// How long the user's actions may keep failing (a source that is down: etcd restarting) before
+/// the run is given up; a failed action is counted and the next one tried.
+const USER_OUTAGE_LIMIT: Duration = Duration::from_secs(30);
 /// How long the world may take to converge once the user stops (chaos included: a reflector
 /// backing off after injected errors may sleep up to a minute).
 const SETTLE_LIMIT: Duration = Duration::from_secs(120);
@@ -271,13 +274,22 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
     let deadline = clock.now() + user_phase;
     let mut last_look = clock.now();
     let mut user_ops = 0u64;
+    let mut last_user_ok = clock.now();
     while problems.is_empty() && clock.now() < deadline {
         if !leading() {
             problems.push("lost the lease during the user phase".into());
             break;
         }
-        if let Err(e) = user.step().await {
-            problems.push(format!("user action failed: {e}"));
+        match user.step().await {
+            Ok(()) => last_user_ok = clock.now(),
+            Err(e) => {
+                user_stats.failed.fetch_add(1, Relaxed);
+                if clock.now().saturating_duration_since(last_user_ok) > USER_OUTAGE_LIMIT {
+                    problems.push(format!(
+                        "the user's actions kept failing for {USER_OUTAGE_LIMIT:?}: {e}"
+                    ));
+                }
+            }
         }
         user_ops += 1;
         clock.sleep_async(USER_TICK).await;

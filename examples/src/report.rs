@@ -105,13 +105,14 @@ impl Report {
             self.sets, self.pods, args.sets, args.max_replicas
         );
         println!(
-            "  user        {} actions in {} s: {} scaled, {} created, {} deleted sets, {} pods killed",
+            "  user        {} actions in {} s: {} scaled, {} created, {} deleted sets, {} pods killed, {} failed",
             self.user_ops,
             args.duration_secs,
             u.scaled.load(Relaxed),
             u.created.load(Relaxed),
             u.deleted.load(Relaxed),
-            u.pods_killed.load(Relaxed)
+            u.pods_killed.load(Relaxed),
+            u.failed.load(Relaxed)
         );
         println!(
             "  informers   synced in {}; {} events delivered, {:.0} events/s over {:.1} s",
@@ -154,6 +155,10 @@ impl Report {
                 println!("  faults      {name}: {f:?}");
             }
         }
+        match peak_rss_kib() {
+            Some(kib) => println!("  memory      peak RSS {:.1} MiB", kib as f64 / 1024.0),
+            None => println!("  memory      peak RSS unknown (no /proc/self/status)"),
+        }
         println!(
             "  converged   {} after the user stopped",
             if self.problems.is_empty() {
@@ -174,4 +179,11 @@ impl Report {
             }
         );
     }
+}
+
+/// The process's peak resident set size in KiB (Linux: `VmHWM` in `/proc/self/status`).
+fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }

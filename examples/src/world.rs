@@ -239,6 +239,8 @@ pub(crate) struct UserStats {
     pub(crate) created: AtomicU64,
     pub(crate) deleted: AtomicU64,
     pub(crate) pods_killed: AtomicU64,
+    /// Actions that failed (the source refused or was unreachable); the user goes on.
+    pub(crate) failed: AtomicU64,
 }
 
 /// The seeded user: scales, deletes and creates sets (and with `chaos` deletes random pods).
