@@ -1,5 +1,6 @@
 //! `ThreadSafeStore`: keyed objects plus their secondary indexes, behind one lock.
 
+mod consistent;
 mod invariants;
 mod items;
 mod slot_key;

@@ -148,6 +148,8 @@ mod run;
 mod shared;
 #[cfg(not(kcache_loom))]
 mod sink;
+#[cfg(all(feature = "snapshot", not(kcache_loom)))]
+pub mod snapshot;
 #[cfg(not(kcache_loom))]
 mod stop;
 mod stream;
