@@ -14,6 +14,10 @@
 //!   shuts the workers down with a drain.
 //! - With [`leader_election`](ControllerBuilder::leader_election), workers run only while this
 //!   replica leads; the informers stay warm on standbys.
+//! - With a [`ConsistencyStore`] ([`consistency_store`](ControllerBuilder::consistency_store)),
+//!   a key whose last reconcile wrote something is not reconciled again until the informers have
+//!   seen those writes (KEP-5647's staleness mitigation): no second set of pods created from a
+//!   cache that does not show the first yet.
 //!
 //! Reconcile is level-triggered: it reads the current state from the informers' caches, never
 //! from the event that enqueued the key, so bursts of events for one key coalesce into one call.
@@ -68,8 +72,12 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod consistency;
 mod controller;
 
+pub use consistency::{
+    ConsistencyError, ConsistencyStore, WriteTracker, DEFAULT_MAX_STALENESS_WAIT,
+};
 pub use controller::{
     Action, Controller, ControllerBuilder, ControllerError, ControllerHandle, ControllerStats,
 };

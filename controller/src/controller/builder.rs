@@ -5,11 +5,13 @@ use super::handle::Counters;
 use super::resync::{KeyLister, Resync, DEFAULT_RESYNC_PERIOD};
 use super::worker::Core;
 use super::{Controller, ControllerError, Remover};
+use crate::consistency::ConsistencyStore;
 use kcache_core::{Clock, Meta, ObjectKey, SystemClock};
 use kcache_informer::SharedIndexInformer;
 use kcache_informer::{HandlerOptions, HasSynced};
 use kcache_leaderelection::LeaderGate;
 use kcache_reflector::ListWatcher;
+use kcache_workqueue::metrics::CounterMetric;
 use kcache_workqueue::{
     default_controller_rate_limiter_with_clock, MetricsProvider, QueueConfig, RateLimiter,
     RateLimitingQueue,
@@ -65,6 +67,8 @@ pub struct ControllerBuilder {
     leader: Option<Arc<dyn LeaderGate>>,
     resync_period: Duration,
     resync_listers: Vec<KeyLister>,
+    consistency: Option<ConsistencyStore>,
+    stale_sync_skips_metric: Option<Arc<dyn CounterMetric>>,
 }
 
 impl ControllerBuilder {
@@ -84,6 +88,8 @@ impl ControllerBuilder {
             leader: None,
             resync_period: DEFAULT_RESYNC_PERIOD,
             resync_listers: Vec::new(),
+            consistency: None,
+            stale_sync_skips_metric: None,
         }
     }
 
@@ -235,6 +241,25 @@ impl ControllerBuilder {
         self
     }
 
+    /// Holds a key back while the caches have not shown the writes its last reconcile recorded
+    /// in `store` (KEP-5647's staleness mitigation; see [`ConsistencyStore`]): such a key is
+    /// requeued through the rate limiter instead of reconciled, and counted in
+    /// [`ControllerStats::stale_sync_skips`](super::ControllerStats::stale_sync_skips).
+    #[must_use]
+    pub fn consistency_store(mut self, store: &ConsistencyStore) -> Self {
+        self.consistency = Some(store.clone());
+        self
+    }
+
+    /// A counter to increment for each key held back by the
+    /// [`consistency_store`](Self::consistency_store) (export it as `stale_sync_skips_total`,
+    /// kube-controller-manager's name).
+    #[must_use]
+    pub fn stale_sync_skips_metric(mut self, counter: Arc<dyn CounterMetric>) -> Self {
+        self.stale_sync_skips_metric = Some(counter);
+        self
+    }
+
     /// Creates the queue and registers the event handlers: from now on events become keys in the
     /// queue. Start the workers with [`Controller::run`] or [`Controller::run_async`].
     ///
@@ -287,6 +312,8 @@ impl ControllerBuilder {
                 counters: Counters::default(),
                 leader: self.leader,
                 resync,
+                consistency: self.consistency,
+                stale_sync_skips_metric: self.stale_sync_skips_metric,
             }),
             workers: self.workers,
             synced,
@@ -330,6 +357,7 @@ impl fmt::Debug for ControllerBuilder {
             .field("watched", &self.sources.len())
             .field("leader_election", &self.leader)
             .field("resync_period", &self.resync_period)
+            .field("consistency", &self.consistency)
             .finish_non_exhaustive()
     }
 }

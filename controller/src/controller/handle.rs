@@ -44,6 +44,10 @@ pub struct ControllerStats {
     /// [`ControllerBuilder::leader_election`](super::ControllerBuilder::leader_election)) and put
     /// back untouched (or dropped, during shutdown).
     pub handed_back: u64,
+    /// Keys not reconciled because the caches had not yet shown the writes of their last
+    /// reconcile, and requeued through the rate limiter (KEP-5647's `stale_sync_skips_total`;
+    /// with [`ControllerBuilder::consistency_store`](super::ControllerBuilder::consistency_store)).
+    pub stale_sync_skips: u64,
 }
 
 /// One counter.
@@ -73,6 +77,7 @@ pub(crate) struct Counters {
     pub(crate) retries: Count,
     pub(crate) dropped: Count,
     pub(crate) handed_back: Count,
+    pub(crate) stale_sync_skips: Count,
     finished: watch::Sender<()>,
 }
 
@@ -89,6 +94,7 @@ impl Default for Counters {
             retries: Count::default(),
             dropped: Count::default(),
             handed_back: Count::default(),
+            stale_sync_skips: Count::default(),
             finished: watch::Sender::new(()),
         }
     }
@@ -99,6 +105,12 @@ impl Counters {
     /// the waiters of [`ControllerHandle::wait_stats`].
     pub(crate) fn finished(&self) {
         self.reconciles.inc();
+        self.finished.send_replace(());
+    }
+
+    /// Wakes the waiters of [`ControllerHandle::wait_stats`] after a counter other than a
+    /// finished reconcile moved.
+    pub(crate) fn notify(&self) {
         self.finished.send_replace(());
     }
 
@@ -114,6 +126,7 @@ impl Counters {
             retries: self.retries.get(),
             dropped: self.dropped.get(),
             handed_back: self.handed_back.get(),
+            stale_sync_skips: self.stale_sync_skips.get(),
         }
     }
 }

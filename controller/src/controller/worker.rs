@@ -4,11 +4,13 @@
 use super::handle::Counters;
 use super::resync::{self, Resync};
 use super::Action;
+use crate::consistency::{ConsistencyStore, Freshness};
 use futures::future::{select, Either};
 use futures::FutureExt;
 use kcache_core::ObjectKey;
 use kcache_informer::{wait_for_cache_sync, HasSynced};
 use kcache_leaderelection::LeaderGate;
+use kcache_workqueue::metrics::CounterMetric;
 use kcache_workqueue::RateLimitingQueue;
 use std::any::Any;
 use std::fmt;
@@ -29,6 +31,10 @@ pub(crate) struct Core {
     pub(crate) leader: Option<Arc<dyn LeaderGate>>,
     /// The periodic resync of the watched keys.
     pub(crate) resync: Resync,
+    /// The writes of past reconciles the caches must show before a key is reconciled again.
+    pub(crate) consistency: Option<ConsistencyStore>,
+    /// `stale_sync_skips_total`, if the builder was given one.
+    pub(crate) stale_sync_skips_metric: Option<Arc<dyn CounterMetric>>,
 }
 
 /// Whether the workers may start: `Waiting` for the caches, `Open` once they synced, `Closed` if
@@ -159,6 +165,9 @@ where
                     core.hand_back(&key);
                     continue;
                 }
+                if core.skip_if_stale(&key) {
+                    continue;
+                }
                 let outcome = catch_unwind(AssertUnwindSafe(|| reconcile(&key)));
                 core.finish(&key, outcome);
             }
@@ -185,6 +194,9 @@ pub(crate) async fn worker_task<F, Fut, E>(
         };
         if !core.may_work() {
             core.hand_back(&key);
+            continue;
+        }
+        if core.skip_if_stale(&key) {
             continue;
         }
         // The call itself runs inside the caught future, so a panic before its first await is
@@ -228,6 +240,29 @@ impl Core {
         if self.queue.done(key).is_err() {
             tracing::error!(controller = %self.name, %key, "key was not being processed");
         }
+    }
+
+    /// KEP-5647: a key whose recorded writes the caches have not shown yet is not reconciled;
+    /// it goes back through the rate limiter, as after an error. Returns whether it was skipped
+    /// (and is done).
+    fn skip_if_stale(&self, key: &ObjectKey) -> bool {
+        let Some(store) = &self.consistency else {
+            return false;
+        };
+        if store.check(key) == Freshness::Ready {
+            return false;
+        }
+        self.counters.stale_sync_skips.inc();
+        if let Some(metric) = &self.stale_sync_skips_metric {
+            metric.inc();
+        }
+        tracing::debug!(controller = %self.name, %key, "the caches have not shown this key's last writes yet; requeued");
+        self.queue.add_rate_limited(key.clone());
+        if self.queue.done(key).is_err() {
+            tracing::error!(controller = %self.name, %key, "key was not being processed");
+        }
+        self.counters.notify();
+        true
     }
 
     /// Applies a reconcile's outcome to the queue, marks the key done, then counts the call (so
