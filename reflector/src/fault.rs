@@ -514,6 +514,14 @@ impl<T: Send + Sync + 'static, L: ListWatcher<T>> ListWatcher<T> for FaultInject
             }
         }
     }
+
+    /// The wrapped source's answer, without faults (a read of one number, not a list).
+    fn current_resource_version(
+        &self,
+    ) -> impl Future<Output = Result<Option<ResourceVersion>, Self::Error>> + Send {
+        let inner = self.inner.current_resource_version();
+        async move { inner.await.map_err(FaultError::Backend) }
+    }
 }
 
 fn kind_or_retry(kind: Option<ErrorKind>) -> ErrorKind {

@@ -55,6 +55,8 @@ use std::future::Future;
 /// # futures::executor::block_on(async {
 /// let page = lw.list(&ListOptions::default()).await?;
 /// assert_eq!(page.items.len(), 2);
+/// // Closures cannot tell the source's version without listing (a warm restart relists).
+/// assert_eq!(lw.current_resource_version().await?, None);
 /// # Ok::<(), Unreachable>(())
 /// # }).unwrap();
 /// ```

@@ -147,6 +147,18 @@ pub trait ListWatcher<T>: Send + Sync + 'static {
         &self,
         opts: &WatchOptions,
     ) -> impl Future<Output = Result<WatchStream<T, Self::Error>, Self::Error>> + Send;
+
+    /// The source's current resource version, if the backend can read it cheaply, without
+    /// listing objects: a version at least as new as any change made before the call (etcd: a
+    /// response header's revision; the memory source: its head; Kubernetes: a list with
+    /// `limit=1`). An informer restored from a snapshot waits until its cache reached it before
+    /// it reports synced. `Ok(None)`, the default, says the backend cannot tell; such a restore
+    /// relists instead.
+    fn current_resource_version(
+        &self,
+    ) -> impl Future<Output = Result<Option<ResourceVersion>, Self::Error>> + Send {
+        std::future::ready(Ok(None))
+    }
 }
 
 impl<T, L: ListWatcher<T>> ListWatcher<T> for Arc<L> {
@@ -164,5 +176,11 @@ impl<T, L: ListWatcher<T>> ListWatcher<T> for Arc<L> {
         opts: &WatchOptions,
     ) -> impl Future<Output = Result<WatchStream<T, Self::Error>, Self::Error>> + Send {
         (**self).watch(opts)
+    }
+
+    fn current_resource_version(
+        &self,
+    ) -> impl Future<Output = Result<Option<ResourceVersion>, Self::Error>> + Send {
+        (**self).current_resource_version()
     }
 }

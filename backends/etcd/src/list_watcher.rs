@@ -6,7 +6,7 @@ use crate::keys::{decode_continue, encode_continue, parse_revision, revision_rv,
 use crate::{watch, Codec, EtcdError, JsonCodec, MalformedValue};
 use etcd_client::{Client, ConnectOptions, GetOptions, KeyValue};
 use kcache_core::sync::Mutex;
-use kcache_core::{Clock, Meta, ObjectAccessor, SystemClock};
+use kcache_core::{Clock, Meta, ObjectAccessor, ResourceVersion, SystemClock};
 use kcache_reflector::{
     ListOptions, ListPage, ListWatcher, ResourceVersionMatch, WatchOptions, WatchStream,
 };
@@ -287,6 +287,26 @@ where
 
     async fn watch(&self, opts: &WatchOptions) -> Result<WatchStream<T, EtcdError>, EtcdError> {
         watch::open(self, opts).await
+    }
+
+    /// The revision in the header of a count-only range read of the prefix (no key or value is
+    /// sent): etcd's current revision, of the whole store, so possibly newer than the prefix's
+    /// last change.
+    async fn current_resource_version(&self) -> Result<Option<ResourceVersion>, EtcdError> {
+        let opts = GetOptions::new()
+            .with_range(self.decoder.prefix.end())
+            .with_count_only();
+        let resp = self
+            .client
+            .kv_client()
+            .get(self.decoder.prefix.start().to_vec(), Some(opts))
+            .await
+            .map_err(|e| classify(e, 0))?;
+        let rev = resp
+            .header()
+            .map(|h| h.revision())
+            .ok_or_else(|| EtcdError::Protocol("a range response without a header".into()))?;
+        Ok(Some(revision_rv(rev)))
     }
 }
 

@@ -508,3 +508,27 @@ async fn malformed_values_are_skipped_and_reported_never_a_panic() {
         other => panic!("expected the fixed value, got {other:?}"),
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_current_revision_is_read_without_listing_and_counts_writes_outside_the_prefix() {
+    let Some((lw, writer, prefix)) = setup("current_revision").await else {
+        return;
+    };
+    let current = || async {
+        within(T, "current revision", lw.current_resource_version())
+            .await
+            .expect("current revision")
+            .expect("etcd can tell")
+    };
+    let a = writer.create(&item("ns", "a", 1)).await.expect("create");
+    assert_eq!(current().await, a.rv);
+    // etcd's revision is the store's: a write under another prefix moves it too.
+    let mut kv = lw.client().kv_client();
+    let put = kv
+        .put(format!("{prefix}-elsewhere/x"), "1", None)
+        .await
+        .expect("put");
+    let elsewhere = put.header().expect("a header").revision();
+    assert_eq!(rev_of(&current().await), elsewhere);
+    assert!(elsewhere > rev_of(&a.rv));
+}

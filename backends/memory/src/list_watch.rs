@@ -4,7 +4,7 @@
 use crate::history::parse_rv;
 use crate::watch::{Slot, Watch};
 use crate::{MemoryError, MemorySource};
-use kcache_core::ObjectKey;
+use kcache_core::{ObjectKey, ResourceVersion};
 use kcache_reflector::{
     Bookmark, ListOptions, ListPage, ListWatcher, ResourceVersionMatch, WatchEvent, WatchOptions,
     WatchStream,
@@ -136,6 +136,13 @@ where
         let source = self.clone();
         let opts = opts.clone();
         async move { source.open_watch(&opts) }
+    }
+
+    /// The source's head: the version of its last write ([`MemorySource::resource_version`]).
+    fn current_resource_version(
+        &self,
+    ) -> impl Future<Output = Result<Option<ResourceVersion>, Self::Error>> + Send {
+        std::future::ready(Ok(Some(self.resource_version())))
     }
 }
 
