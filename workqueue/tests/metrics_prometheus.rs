@@ -233,3 +233,32 @@ fn two_queues_sharing_one_provider_get_separate_series() {
     );
     assert_eq!(text(&registry).matches("workqueue_adds_total{").count(), 2);
 }
+
+#[test]
+fn a_priority_queue_exports_its_depth_per_priority() {
+    let mut registry = Registry::default();
+    let provider = Arc::new(PrometheusMetricsProvider::new(&mut registry));
+    let config = QueueConfig::new()
+        .name("prio")
+        .metrics_provider(provider)
+        .clock(Arc::new(FakeClock::new()));
+    let q = kcache_workqueue::PriorityQueue::with_config(
+        kcache_workqueue::ItemExponentialFailureRateLimiter::new(
+            Duration::from_millis(5),
+            Duration::from_secs(1),
+        ),
+        config,
+    );
+    q.add_with_priority("a", -100);
+    q.add_with_priority("b", -100);
+    q.add("c");
+    let series = |p: &str| format!(r#"workqueue_priority_depth{{name="prio",priority="{p}"}}"#);
+    assert_eq!(value(&registry, &series("-100")), Some(2.0));
+    assert_eq!(value(&registry, &series("0")), Some(1.0));
+    assert_eq!(
+        value(&registry, r#"workqueue_depth{name="prio"}"#),
+        Some(3.0)
+    );
+    assert_eq!(q.try_get(), Some("c"));
+    assert_eq!(value(&registry, &series("0")), Some(0.0));
+}

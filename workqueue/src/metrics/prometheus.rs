@@ -48,6 +48,7 @@ fn duration_histogram() -> Histogram {
 /// | `workqueue_longest_running_processor_seconds` | gauge |
 /// | `workqueue_retries_total` | counter |
 /// | `workqueue_delayed_depth` | gauge (kcache's: items waiting for their delay) |
+/// | `workqueue_priority_depth` | gauge, labels `name` and `priority` (a [`PriorityQueue`](crate::PriorityQueue)'s ready items per priority) |
 ///
 /// The help texts are client-go's (`prometheus-client` ends each with a full stop). Create one
 /// provider per registry and share it (it is a cheap [`Clone`]) between queues: creating a second
@@ -81,6 +82,7 @@ pub struct PrometheusMetricsProvider {
     longest_running: Family<Labels, FloatGauge>,
     retries: Family<Labels, Counter>,
     delayed_depth: Family<Labels, FloatGauge>,
+    priority_depth: Family<[(&'static str, String); 2], Gauge>,
 }
 
 impl PrometheusMetricsProvider {
@@ -97,6 +99,7 @@ impl PrometheusMetricsProvider {
             longest_running: Family::default(),
             retries: Family::default(),
             delayed_depth: Family::default(),
+            priority_depth: Family::default(),
         };
         // prometheus-client appends `_total` to counters and a full stop to help texts itself.
         registry.register(
@@ -140,6 +143,11 @@ impl PrometheusMetricsProvider {
             "workqueue_delayed_depth",
             "Current number of items waiting for their delay in workqueue",
             this.delayed_depth.clone(),
+        );
+        registry.register(
+            "workqueue_priority_depth",
+            "Current depth of workqueue per priority",
+            this.priority_depth.clone(),
         );
         this
     }
@@ -215,6 +223,13 @@ impl MetricsProvider for PrometheusMetricsProvider {
         Arc::new(Settable(
             self.delayed_depth.get_or_create_owned(&labels(name)),
         ))
+    }
+    fn new_priority_depth_metric(&self, name: &str, priority: i32) -> Arc<dyn GaugeMetric> {
+        let labels = [
+            ("name", name.to_owned()),
+            ("priority", priority.to_string()),
+        ];
+        Arc::new(DepthGauge(self.priority_depth.get_or_create_owned(&labels)))
     }
 }
 
