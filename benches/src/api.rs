@@ -4,7 +4,7 @@
 //! baselines and the [`floor`](crate::floor) run the very same driver code. Rate limiters use
 //! kcache's own [`RateLimiter`] trait.
 
-use kcache_workqueue::{DelayingQueue, Queue, RateLimiter, RateLimitingQueue};
+use kcache_workqueue::{DelayingQueue, PriorityQueue, Queue, RateLimiter, RateLimitingQueue};
 use std::hash::Hash;
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,6 +19,41 @@ pub trait WorkQueue<T>: Clone + Send + Sync + 'static {
     fn done(&self, item: &T) -> bool;
     /// Stops the queue: queued items are still handed out, then `get` returns `None`.
     fn shut_down(&self);
+}
+
+/// A [`WorkQueue`] whose adds carry a priority (higher first); a queue without priorities
+/// ignores it.
+pub trait PriorityWorkQueue<T>: WorkQueue<T> {
+    /// Adds `item` at `priority`.
+    fn add_with_priority(&self, item: T, priority: i32);
+}
+
+impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> for PriorityQueue<T> {
+    fn add(&self, item: T) {
+        Queue::add(self, item);
+    }
+    fn get(&self) -> Option<T> {
+        Queue::get(self)
+    }
+    fn done(&self, item: &T) -> bool {
+        Queue::done(self, item).is_ok()
+    }
+    fn shut_down(&self) {
+        Queue::shut_down(self);
+    }
+}
+
+impl<T: Clone + Eq + Hash + Send + Sync + 'static> PriorityWorkQueue<T> for PriorityQueue<T> {
+    fn add_with_priority(&self, item: T, priority: i32) {
+        PriorityQueue::add_with_priority(self, item, priority);
+    }
+}
+
+/// The plain queue: every item at one priority.
+impl<T: Clone + Eq + Hash + Send + Sync + 'static> PriorityWorkQueue<T> for Queue<T> {
+    fn add_with_priority(&self, item: T, _: i32) {
+        Queue::add(self, item);
+    }
 }
 
 /// A [`WorkQueue`] with delayed adds.

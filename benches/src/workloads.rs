@@ -13,8 +13,10 @@ mod m1;
 mod m2;
 mod q1;
 mod q2;
+mod q2_dedup;
 mod q3;
 mod q4;
+mod q5;
 
 use kcache_core::{Clock, SystemClock};
 use std::time::Instant;
@@ -43,8 +45,15 @@ pub const QUEUE_IMPLS: &[&str] = &["kcache", "naive", "floor"];
 
 /// Every workload, in the order `all` runs them.
 pub fn registry() -> Vec<Workload> {
-    let mut all = vec![q1::WORKLOAD, q2::WORKLOAD, q3::WORKLOAD, q4::QUEUE];
+    let mut all = vec![
+        q1::WORKLOAD,
+        q2::WORKLOAD,
+        q2_dedup::WORKLOAD,
+        q3::WORKLOAD,
+        q4::QUEUE,
+    ];
     all.extend_from_slice(&q4::LIMITER);
+    all.push(q5::WORKLOAD);
     all.extend([
         i1::WORKLOAD,
         f1::WORKLOAD,

@@ -45,7 +45,15 @@ threadSafeMap as is: parking_lot RwLock<HashMap<String, Arc<T>>> + hand-kept ind
 index), kube-runtime (reflector::Store fed watcher::Events through Writer::apply_watcher_event;
 only the operations it has: no indexes, no DeltaFifo), kube-runtime-shared (e1: store_shared +
 reflector() + 2 subscriber threads). Bytes per object are counted on the building thread by allocation-counter.
-q2 keys are Arc<str> for every impl. q4limiter's variants are separate workloads, named
+q2 keys are Arc<str> for every impl. q2-dedup: the 1,000 q2 keys queued once, nobody takes
+them, then one producer adds keys[i % 1000] for i in 0..1,000,000 (every add deduplicated; floor:
+a channel push each); ns_per_add = add-loop wall / 1e6; `q2` selects it too. q5 (priority): 100,000
+low-priority items queued, then 2 workers get -> 20 us of spinning work -> done while a producer adds
+10,000 high-priority items, one per 50 us; high_wait_p50_ms / high_wait_p99_ms = add to get of the
+high-priority items, low_wait_max_ms = the longest add to get of a low-priority one; impls kcache
+(PriorityQueue; the run fails if a low-priority item passes the documented bound of 8 x (items ready
+before it + 1) hand-offs), plain (kcache's Queue: one priority), naive (a Mutex<BTreeMap> priority
+queue with client-go's dirty/processing rules, nothing against starvation). q4limiter's variants are separate workloads, named
 q4limiter-{grow,pair}-{1,2}t, so each has its own summary and ratio.
 
 Workloads:";
