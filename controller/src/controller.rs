@@ -4,17 +4,18 @@ mod builder;
 mod enqueue;
 mod error;
 mod handle;
+mod queue;
 mod resync;
 mod worker;
 
 pub use builder::ControllerBuilder;
 pub use error::ControllerError;
 pub use handle::{ControllerHandle, ControllerStats};
+pub use queue::ControllerQueue;
 
 use handle::Workers;
 use kcache_core::ObjectKey;
 use kcache_informer::HasSynced;
-use kcache_workqueue::RateLimitingQueue;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -45,7 +46,8 @@ pub(crate) type Remover = Box<dyn Fn() + Send + Sync>;
 /// [`Controller::builder`], then start its workers with [`run`](Controller::run) (threads) or
 /// [`run_async`](Controller::run_async) (tokio tasks).
 ///
-/// Informers map their events to keys, which go into a [`RateLimitingQueue`]; once every watched
+/// Informers map their events to keys, which go into a [`ControllerQueue`] (a priority queue:
+/// initial-list and resync keys at low priority); once every watched
 /// cache has synced, N workers take keys one at a time and call your `reconcile(key)`:
 ///
 /// - `Ok(Action::Done)`: the key's retry history is forgotten.
@@ -156,7 +158,7 @@ impl Controller {
     }
 
     /// The controller's queue, to add keys by hand (a periodic sweep, an external trigger).
-    pub fn queue(&self) -> &RateLimitingQueue<ObjectKey> {
+    pub fn queue(&self) -> &ControllerQueue {
         &self.core.queue
     }
 

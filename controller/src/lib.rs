@@ -79,7 +79,8 @@ pub use consistency::{
     ConsistencyError, ConsistencyStore, WriteTracker, DEFAULT_MAX_STALENESS_WAIT,
 };
 pub use controller::{
-    Action, Controller, ControllerBuilder, ControllerError, ControllerHandle, ControllerStats,
+    Action, Controller, ControllerBuilder, ControllerError, ControllerHandle, ControllerQueue,
+    ControllerStats,
 };
 
 /// This crate's README.md, compiled as doctests.

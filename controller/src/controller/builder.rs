@@ -2,6 +2,7 @@
 
 use super::enqueue::{EnqueueMapped, EnqueueOwn};
 use super::handle::Counters;
+use super::queue::ControllerQueue;
 use super::resync::{KeyLister, Resync, DEFAULT_RESYNC_PERIOD};
 use super::worker::Core;
 use super::{Controller, ControllerError, Remover};
@@ -14,7 +15,6 @@ use kcache_reflector::ListWatcher;
 use kcache_workqueue::metrics::CounterMetric;
 use kcache_workqueue::{
     default_controller_rate_limiter_with_clock, MetricsProvider, QueueConfig, RateLimiter,
-    RateLimitingQueue,
 };
 use std::fmt;
 use std::marker::PhantomData;
@@ -22,10 +22,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Registers one event handler on the controller's queue.
-type Source = Box<
-    dyn FnOnce(&RateLimitingQueue<ObjectKey>, &Arc<str>) -> Result<Registered, ControllerError>
-        + Send,
->;
+type Source =
+    Box<dyn FnOnce(&ControllerQueue, &Arc<str>) -> Result<Registered, ControllerError> + Send>;
 
 /// A registered handler: what to wait for, and how to remove it.
 struct Registered {
@@ -69,6 +67,7 @@ pub struct ControllerBuilder {
     resync_listers: Vec<KeyLister>,
     consistency: Option<ConsistencyStore>,
     stale_sync_skips_metric: Option<Arc<dyn CounterMetric>>,
+    priority_queue: bool,
 }
 
 impl ControllerBuilder {
@@ -90,7 +89,20 @@ impl ControllerBuilder {
             resync_listers: Vec::new(),
             consistency: None,
             stale_sync_skips_metric: None,
+            priority_queue: true,
         }
+    }
+
+    /// Whether the queue is kcache's [`PriorityQueue`](kcache_workqueue::PriorityQueue) (the
+    /// default): keys from an informer's initial list and from the resync go in at low priority,
+    /// keys of watched changes at normal priority, so a real change is reconciled before a
+    /// restart's or a resync's replay (controller-runtime's default). `false` keeps the plain
+    /// rate-limiting queue, FIFO for every key. See [`ControllerQueue`].
+    #[doc(alias = "UsePriorityQueue")]
+    #[must_use]
+    pub fn priority_queue(mut self, on: bool) -> Self {
+        self.priority_queue = on;
+        self
     }
 
     /// How many keys are reconciled at once (default 1; zero is refused by `build`).
@@ -285,7 +297,7 @@ impl ControllerBuilder {
         let limiter = self
             .limiter
             .unwrap_or_else(|| Box::new(default_controller_rate_limiter_with_clock(self.clock)));
-        let queue = RateLimitingQueue::with_config(limiter, config);
+        let queue = ControllerQueue::new(self.priority_queue, limiter, config);
         let mut synced = Vec::with_capacity(self.sources.len() + self.synced.len());
         let mut removers: Vec<Remover> = Vec::with_capacity(self.sources.len());
         for source in self.sources {

@@ -1,9 +1,9 @@
 //! The event handlers that turn an informer's notifications into queue keys.
 
+use super::queue::ControllerQueue;
 use kcache_core::{Meta, ObjectKey};
 use kcache_informer::DeletedObject;
 use kcache_informer::ResourceEventHandler;
-use kcache_workqueue::RateLimitingQueue;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -13,19 +13,29 @@ pub(crate) type Mapper<T> = Arc<dyn Fn(&T) -> Vec<ObjectKey> + Send + Sync>;
 /// Enqueues the object's own key (`M::key`; a deletion's key comes from the notification, so
 /// tombstones without a last state are handled too).
 pub(crate) struct EnqueueOwn<M> {
-    pub(crate) queue: RateLimitingQueue<ObjectKey>,
+    pub(crate) queue: ControllerQueue,
     pub(crate) controller: Arc<str>,
     pub(crate) _meta: PhantomData<fn() -> M>,
 }
 
+/// The priority of a key from an add notification: low for the informer's initial list (a
+/// restart's or a relist's replay), normal for a change seen on the watch.
+fn priority_of_add(is_in_initial_list: bool) -> i32 {
+    if is_in_initial_list {
+        ControllerQueue::LOW
+    } else {
+        0
+    }
+}
+
 impl<M> EnqueueOwn<M> {
-    fn add<T>(&self, obj: &T)
+    fn add<T>(&self, obj: &T, priority: i32)
     where
         M: Meta<T>,
     {
         match M::key(obj) {
             Ok(key) => {
-                self.queue.add(key);
+                self.queue.add_with_priority(key, priority);
             }
             Err(error) => {
                 tracing::warn!(controller = %self.controller, %error, "object without a key not enqueued")
@@ -35,11 +45,11 @@ impl<M> EnqueueOwn<M> {
 }
 
 impl<T, M: Meta<T>> ResourceEventHandler<T> for EnqueueOwn<M> {
-    fn on_add(&self, obj: &Arc<T>, _: bool) {
-        self.add(&**obj);
+    fn on_add(&self, obj: &Arc<T>, is_in_initial_list: bool) {
+        self.add(&**obj, priority_of_add(is_in_initial_list));
     }
     fn on_update(&self, _: &Arc<T>, new: &Arc<T>) {
-        self.add(&**new);
+        self.add(&**new, 0);
     }
     fn on_delete(&self, obj: &DeletedObject<T>) {
         self.queue.add(obj.key().clone());
@@ -52,22 +62,22 @@ impl<T, M: Meta<T>> ResourceEventHandler<T> for EnqueueOwn<M> {
 /// (the owners it would have woken are not known; client-go's controllers report this case
 /// through `HandleError`).
 pub(crate) struct EnqueueMapped<T> {
-    pub(crate) queue: RateLimitingQueue<ObjectKey>,
+    pub(crate) queue: ControllerQueue,
     pub(crate) controller: Arc<str>,
     pub(crate) map: Mapper<T>,
 }
 
 impl<T> EnqueueMapped<T> {
-    fn add(&self, obj: &T) {
+    fn add(&self, obj: &T, priority: i32) {
         for key in (self.map)(obj) {
-            self.queue.add(key);
+            self.queue.add_with_priority(key, priority);
         }
     }
 }
 
 impl<T: Send + Sync + 'static> ResourceEventHandler<T> for EnqueueMapped<T> {
-    fn on_add(&self, obj: &Arc<T>, _: bool) {
-        self.add(obj);
+    fn on_add(&self, obj: &Arc<T>, is_in_initial_list: bool) {
+        self.add(obj, priority_of_add(is_in_initial_list));
     }
     fn on_update(&self, old: &Arc<T>, new: &Arc<T>) {
         let mut keys = (self.map)(old);
@@ -82,7 +92,7 @@ impl<T: Send + Sync + 'static> ResourceEventHandler<T> for EnqueueMapped<T> {
     }
     fn on_delete(&self, obj: &DeletedObject<T>) {
         match obj.object() {
-            Some(last) => self.add(last),
+            Some(last) => self.add(last, 0),
             None => {
                 tracing::warn!(controller = %self.controller, key = %obj.key(), "tombstone without a last state: its owners cannot be mapped, no key enqueued")
             }
@@ -132,14 +142,18 @@ mod tests {
         fn exit(&self, _: &span::Id) {}
     }
 
-    fn queue() -> RateLimitingQueue<ObjectKey> {
-        RateLimitingQueue::new(ItemExponentialFailureRateLimiter::new(
-            Duration::from_millis(5),
-            Duration::from_secs(1),
-        ))
+    fn queue() -> ControllerQueue {
+        ControllerQueue::new(
+            true,
+            ItemExponentialFailureRateLimiter::new(
+                Duration::from_millis(5),
+                Duration::from_secs(1),
+            ),
+            kcache_workqueue::QueueConfig::new(),
+        )
     }
 
-    fn drain(queue: &RateLimitingQueue<ObjectKey>) -> Vec<String> {
+    fn drain(queue: &ControllerQueue) -> Vec<String> {
         queue.shut_down();
         std::iter::from_fn(|| queue.get())
             .map(|k| k.to_string())
@@ -194,5 +208,59 @@ mod tests {
         };
         handler.on_delete(&tombstone());
         assert_eq!(drain(&handler.queue), ["default/child"]);
+    }
+
+    fn key(s: &str) -> ObjectKey {
+        ObjectKey::new(s).unwrap()
+    }
+
+    #[test]
+    fn initial_list_adds_go_in_at_low_priority_and_watched_changes_at_normal() {
+        let own = EnqueueOwn::<StrMeta> {
+            queue: queue(),
+            controller: Arc::from("test"),
+            _meta: PhantomData,
+        };
+        for name in ["default/listed-1", "default/listed-2"] {
+            own.on_add(&Arc::new(name.to_owned()), true);
+        }
+        own.on_add(&Arc::new("default/added".to_owned()), false);
+        own.on_update(
+            &Arc::new("default/changed".to_owned()),
+            &Arc::new("default/changed".to_owned()),
+        );
+        let q = &own.queue;
+        assert_eq!(
+            q.priority_of(&key("default/listed-1")),
+            Some(ControllerQueue::LOW)
+        );
+        assert_eq!(q.priority_of(&key("default/added")), Some(0));
+        assert_eq!(q.priority_of(&key("default/changed")), Some(0));
+        // The watched changes are reconciled before the initial list's replay.
+        assert_eq!(
+            drain(q),
+            [
+                "default/added",
+                "default/changed",
+                "default/listed-1",
+                "default/listed-2"
+            ]
+        );
+
+        let mapped = EnqueueMapped::<String> {
+            queue: queue(),
+            controller: Arc::from("test"),
+            map: Arc::new(|o: &String| vec![ObjectKey::new(o.as_str()).unwrap()]),
+        };
+        mapped.on_add(&Arc::new("default/owner-listed".to_owned()), true);
+        mapped.on_add(&Arc::new("default/owner-added".to_owned()), false);
+        assert_eq!(
+            mapped.queue.priority_of(&key("default/owner-listed")),
+            Some(ControllerQueue::LOW)
+        );
+        assert_eq!(
+            drain(&mapped.queue),
+            ["default/owner-added", "default/owner-listed"]
+        );
     }
 }

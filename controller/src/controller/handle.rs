@@ -1,9 +1,8 @@
 //! `ControllerHandle`: a running controller, its counters and its graceful shutdown.
 
+use super::queue::ControllerQueue;
 use super::worker::{Core, Gate, GateState};
 use super::Remover;
-use kcache_core::ObjectKey;
-use kcache_workqueue::RateLimitingQueue;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -185,7 +184,7 @@ impl ControllerHandle {
     }
 
     /// The controller's queue (to add keys by hand, or to look at its length).
-    pub fn queue(&self) -> &RateLimitingQueue<ObjectKey> {
+    pub fn queue(&self) -> &ControllerQueue {
         &self.core.queue
     }
 

@@ -81,7 +81,10 @@ pub(crate) async fn run(
         let mut added = 0u64;
         for list in &resync.listers {
             for key in list() {
-                if core.queue.add(key) {
+                if core
+                    .queue
+                    .add_with_priority(key, super::queue::ControllerQueue::LOW)
+                {
                     added += 1;
                 }
             }

@@ -11,7 +11,6 @@ use kcache_core::ObjectKey;
 use kcache_informer::{wait_for_cache_sync, HasSynced};
 use kcache_leaderelection::LeaderGate;
 use kcache_workqueue::metrics::CounterMetric;
-use kcache_workqueue::RateLimitingQueue;
 use std::any::Any;
 use std::fmt;
 use std::future::Future;
@@ -24,7 +23,7 @@ use tokio::sync::watch;
 /// What the workers of one controller share.
 pub(crate) struct Core {
     pub(crate) name: Arc<str>,
-    pub(crate) queue: RateLimitingQueue<ObjectKey>,
+    pub(crate) queue: super::queue::ControllerQueue,
     pub(crate) max_retries: Option<usize>,
     pub(crate) counters: Counters,
     /// The election the workers follow, if any: they take keys only while it says we lead.
