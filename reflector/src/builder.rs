@@ -5,7 +5,7 @@ use crate::handle::Shared;
 use crate::machine::{Config, ListLimits};
 use crate::reflector::{Hook, Reflector, ShouldResync};
 use crate::{ConfigError, ListWatcher, ReflectorError};
-use kcache_core::{Clock, Meta, ObjectAccessor, ReflectorStore, SystemClock};
+use kcache_core::{Clock, Meta, ObjectAccessor, ReflectorStore, ResourceVersion, SystemClock};
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -63,6 +63,7 @@ impl<T, L: ListWatcher<T>, S: ReflectorStore<T>> ReflectorBuilder<T, L, S, Objec
                 seed: None,
                 limits: ListLimits::default(),
                 paged: false,
+                resume_from: None,
             },
             should_resync: None,
             hook: None,
@@ -208,6 +209,19 @@ where
     /// values below 5 minutes are honoured (useful in tests).
     pub fn min_watch_timeout(mut self, min: Duration) -> Self {
         self.config.min_watch_timeout = min;
+        self
+    }
+
+    /// Starts by watching from `rv` instead of listing, for a store that already holds the
+    /// source's state at `rv` (a cache restored from a snapshot): the changes made since arrive
+    /// as watch events. If the source says `rv` is gone (compacted, expired) or newer than it
+    /// has, the reflector lists at once, and the store's replace settles the difference
+    /// (deletions the list reveals included). The store is not told it synced until that list
+    /// or, for a resumed watch, not at all: its owner decides when it has caught up (see
+    /// [`ListWatcher::current_resource_version`](crate::ListWatcher::current_resource_version)).
+    /// An empty `rv` is ignored (the reflector lists).
+    pub fn resume_from(mut self, rv: ResourceVersion) -> Self {
+        self.config.resume_from = Some(rv);
         self
     }
 

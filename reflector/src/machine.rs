@@ -46,6 +46,9 @@ pub(crate) struct Config {
     /// page goes to the store as it arrives ([`StoreCall::ListPage`]) and the list ends with
     /// [`StoreCall::FinishList`], instead of one [`StoreCall::Replace`] of the gathered pages.
     pub(crate) paged: bool,
+    /// Start by watching from this version instead of listing: the store already holds the
+    /// source's state at it (a cache restored from a snapshot). Taken by the first start.
+    pub(crate) resume_from: Option<ResourceVersion>,
 }
 
 /// How long one list may go on: a source that returns a continue token on every page (or
@@ -194,6 +197,9 @@ pub(crate) struct Machine<T, M> {
     /// are the server's synthetic initial events, in no version order, so their versions are
     /// not recorded until the first other event (client-go, kubernetes PR #136583).
     synthetic_adds: bool,
+    /// The first watch resumes from [`Config::resume_from`] and has delivered nothing yet: if
+    /// the source says that version is gone, list at once (no backoff: nothing failed).
+    resuming: bool,
     /// Scratch for checking objects' keys without building them ([`Meta::write_key`]).
     key_buf: String,
     _meta: PhantomData<fn() -> M>,
@@ -219,6 +225,7 @@ impl<T, M: Meta<T>> Machine<T, M> {
             watch_events: 0,
             short_watches: 0,
             synthetic_adds: false,
+            resuming: false,
             key_buf: String::new(),
             _meta: PhantomData,
         }
@@ -244,7 +251,14 @@ impl<T, M: Meta<T>> Machine<T, M> {
     ) -> Out<T, E, SE> {
         let phase = std::mem::replace(&mut self.phase, Phase::Idle);
         match (phase, input) {
-            (Phase::Idle, Input::Start) => self.begin_cycle(now),
+            (Phase::Idle, Input::Start) => match self.config.resume_from.take() {
+                Some(rv) if !rv.is_empty() => {
+                    self.last_sync_rv = rv;
+                    self.resuming = true;
+                    self.start_watch(None)
+                }
+                _ => self.begin_cycle(now),
+            },
             (Phase::BackingOff(after), Input::Slept) => match after {
                 After::Relist => self.begin_cycle(now),
                 After::Rewatch => self.start_watch(None),
@@ -271,6 +285,10 @@ impl<T, M: Meta<T>> Machine<T, M> {
                 Err(e) => self.fail_cycle(store_error(StoreOperation::Replace, e), now),
             },
             (Phase::OpeningWatch, Input::WatchOpened(res)) => match res {
+                Err(e) if self.resuming && gone(&e) => {
+                    self.resuming = false;
+                    self.start_list(Some(ReflectorError::WatchOpen(e)))
+                }
                 Ok(()) => {
                     self.opened(now);
                     self.read_watch(None)
@@ -280,7 +298,10 @@ impl<T, M: Meta<T>> Machine<T, M> {
                 }
                 Err(e) => self.fail_cycle(ReflectorError::WatchOpen(e), now),
             },
-            (Phase::Watching, Input::Event(ev)) => self.on_event(ev, now),
+            (Phase::Watching, Input::Event(ev)) => {
+                self.resuming = false;
+                self.on_event(ev, now)
+            }
             (Phase::Watching, Input::WatchClosed) => {
                 let lived = self
                     .watch_opened_at
@@ -310,6 +331,10 @@ impl<T, M: Meta<T>> Machine<T, M> {
                 } else {
                     self.start_watch(None)
                 }
+            }
+            (Phase::Watching, Input::WatchFailed(e)) if self.resuming && gone(&e) => {
+                self.resuming = false;
+                self.start_list(Some(ReflectorError::Watch(e)))
             }
             (Phase::Watching, Input::WatchFailed(e)) => {
                 if e.kind() == ErrorKind::Retry {
@@ -541,6 +566,15 @@ impl<T, M: Meta<T>> Machine<T, M> {
     fn fail_cycle<E, SE>(&mut self, err: ReflectorError<E, SE>, now: Instant) -> Out<T, E, SE> {
         self.back_off(After::Relist, err, now)
     }
+}
+
+/// Whether `e` says the version asked for is not available (compacted away, or newer than the
+/// source): a resumed watch then lists.
+fn gone<E: BackendError>(e: &E) -> bool {
+    matches!(
+        e.kind(),
+        ErrorKind::Expired | ErrorKind::TooLargeResourceVersion
+    )
 }
 
 pub(super) fn cmd<T, E, SE>(command: Command<T>) -> Output<T, E, SE> {

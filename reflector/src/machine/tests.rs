@@ -60,6 +60,7 @@ fn config() -> Config {
         seed: Some(1),
         limits: ListLimits::default(),
         paged: false,
+        resume_from: None,
     }
 }
 
