@@ -60,3 +60,8 @@ impl<E> PopError<E> {
         matches!(self, Self::Closed)
     }
 }
+
+/// What popping a closed, empty [`RealFifo`](crate::RealFifo) gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the queue is closed")]
+pub struct FifoClosed;

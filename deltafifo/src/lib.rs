@@ -1,5 +1,10 @@
-//! client-go's `DeltaFIFO` for Rust: a queue of per-key change lists between a reflector and the
-//! code that applies changes to a cache.
+//! client-go's `DeltaFIFO` and `RealFIFO` for Rust: queues of changes between a reflector and
+//! the code that applies them to a cache.
+//!
+//! [`RealFifo`] is the queue of client-go's in-order informers (and of kcache-informer): one
+//! entry per event, in the order the events were written, a relist as one
+//! [`ReplacedAll`](Entry::ReplacedAll) entry, a resync as one [`SyncAll`](Entry::SyncAll)
+//! entry. [`DeltaFifo`], described below, is client-go's older per-key queue.
 //!
 //! A reflector writes every event into a [`DeltaFifo`] (it implements
 //! [`ReflectorStore`](kcache_core::ReflectorStore)): `add`, `update`, `delete`, a full `replace`
@@ -75,6 +80,7 @@ mod paged;
 mod pop_batch;
 mod pop_batch_future;
 mod pop_future;
+mod real_fifo;
 mod spin;
 mod sync;
 
@@ -84,12 +90,13 @@ pub mod fuzz;
 pub use delta::{DeletedFinalStateUnknown, Delta, DeltaObject, DeltaType};
 pub use deltas::{Deltas, DeltasIntoIter};
 pub use direct::Written;
-pub use error::{BoxError, DeltaFifoError, PopError};
+pub use error::{BoxError, DeltaFifoError, FifoClosed, PopError};
 pub use fifo::{DeltaFifo, Progress};
 pub use options::DeltaFifoOptions;
 pub use paged::KeyedPage;
 pub use pop_batch_future::PopBatchFuture;
 pub use pop_future::PopFuture;
+pub use real_fifo::{Batch, BatchIntoIter, Entry, RealFifo, RealPopFuture, ReplacedAll};
 
 /// This crate's README.md, compiled as doctests.
 #[cfg(doctest)]

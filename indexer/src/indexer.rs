@@ -3,7 +3,7 @@
 use crate::error::{AddIndexersError, IndexError, StoreError, UnknownIndexError};
 use crate::indexers::Indexers;
 use crate::sync::Arc;
-use crate::thread_safe_store::ThreadSafeStore;
+use crate::thread_safe_store::{SwapOutcome, ThreadSafeStore};
 use kcache_core::ResourceVersion;
 use kcache_core::{
     KeyError, KeyText, KnownObjects, Meta, ObjectAccessor, ObjectKey, ReflectorStore,
@@ -291,6 +291,45 @@ impl<T, M: Meta<T>> Indexer<T, M> {
         } else {
             Err(StoreError::Refused { refused })
         }
+    }
+
+    /// Makes the cache exactly `objects` (keyed by the accessor, see
+    /// [`insert_with_key_text`](Self::insert_with_key_text)) as of list resource version `rv`,
+    /// in one step no reader can see half done, and in place: keys not listed are removed, a
+    /// listed `Arc` that is the one already cached is left alone (indexes included), every
+    /// other object is written and re-indexed. Unlike [`replace`](Self::replace), the indexes
+    /// are not rebuilt and no second map is built, so a relist that changed little costs
+    /// little. An object an index function fails on is left out (and what its key held is
+    /// removed).
+    ///
+    /// Returns what the swap did: the removed objects, and per listed object whether it was
+    /// added or what it replaced (what an informer tells its handlers).
+    ///
+    /// # Examples
+    /// ```
+    /// # use kcache_core::{KeyText, Object, ResourceVersion};
+    /// # use kcache_indexer::{Indexer, Swapped};
+    /// # use std::sync::Arc;
+    /// # struct Pod(&'static str, u32);
+    /// # impl Object for Pod {
+    /// #     fn namespace(&self) -> Option<&str> { None }
+    /// #     fn name(&self) -> &str { self.0 }
+    /// #     fn resource_version(&self) -> ResourceVersion { self.1.to_string().into() }
+    /// # }
+    /// let cache: Indexer<Pod> = Indexer::new();
+    /// let a = Arc::new(Pod("a", 1));
+    /// cache.add(a.clone())?;
+    /// cache.add(Arc::new(Pod("b", 2)))?;
+    /// let listed = vec![(KeyText::new("a")?, a.clone()), (KeyText::new("c")?, Arc::new(Pod("c", 3)))];
+    /// let outcome = cache.swap_in(&listed, "3".into());
+    /// assert_eq!(outcome.deleted.len(), 1); // b
+    /// assert!(matches!(&outcome.listed[0], Swapped::Updated(old) if Arc::ptr_eq(old, &a)));
+    /// assert!(matches!(outcome.listed[1], Swapped::Added));
+    /// assert_eq!(cache.list_keys().len(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn swap_in(&self, objects: &[(KeyText, Arc<T>)], rv: ResourceVersion) -> SwapOutcome<T> {
+        self.store.swap_in(objects, rv, Some(TypeId::of::<M>()))
     }
 
     /// The stored object with the same key as `obj` (client-go's `Get`).

@@ -73,7 +73,7 @@ pub use error::{
 pub use indexer::Indexer;
 pub use indexers::{IndexFunc, IndexValuesFunc, Indexers};
 pub use namespace::{namespace_index_fn, NAMESPACE_INDEX};
-pub use thread_safe_store::ThreadSafeStore;
+pub use thread_safe_store::{SwapOutcome, Swapped, ThreadSafeStore};
 
 /// This crate's README.md, compiled as doctests.
 #[cfg(doctest)]

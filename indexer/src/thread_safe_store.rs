@@ -4,6 +4,7 @@ mod consistent;
 mod invariants;
 mod items;
 mod slot_key;
+mod swap;
 #[cfg(test)]
 mod tests;
 
@@ -17,6 +18,7 @@ use std::fmt;
 
 pub(crate) use items::{Items, Slot};
 pub(crate) use slot_key::{key_namespace, SlotKey};
+pub use swap::{SwapOutcome, Swapped};
 
 /// A concurrent map from [`ObjectKey`] to `Arc<T>` with multi-valued secondary indexes
 /// (client-go's `ThreadSafeStore`).

@@ -1,93 +1,165 @@
-//! Applying one key's deltas: client-go's `processDeltas` plus the informer's dispatch.
+//! Applying the queue's entries: client-go's `processDeltas` (one watch event) and
+//! `processReplacedAllInfo` (a relist) plus the informer's dispatch.
 //!
-//! For each delta, oldest first: `Added`, `Updated`, `Replaced` and `Sync` write the object into
-//! the cache, as an update if the key is already cached (the handlers get `on_update(old, new)`)
-//! and as an add otherwise (`on_add(obj, is_in_initial_list)`): the delta type does not decide,
-//! the cache does. `Deleted` removes the key and tells the handlers, with the tombstone when the
-//! deletion was inferred. The cache is always written before the handlers are told, all under the
-//! dispatch lock. An update whose resource version did not change only reaches the handlers
-//! flagged as syncing: all of them until the first resync check (and forever in an informer
-//! without resync, as in client-go), then those whose resync was due at the last check. While
-//! every handler is flagged, the versions are not compared at all: the answer would change
-//! nothing, and reading the replaced object's version is a cache miss per update.
+//! A watch event (`Added`, `Updated`) writes the object into the cache, as an update if the key
+//! is already cached (the handlers get `on_update(old, new)`) and as an add otherwise
+//! (`on_add(obj, is_in_initial_list)`): the delta type does not decide, the cache does.
+//! `Deleted` removes the key and tells the handlers (even for a key the cache never held, as
+//! client-go's in-order informers do). A relist (`ReplacedAll`) swaps the whole cache in one
+//! step no reader can see half done (`Indexer::swap_in`), then tells the handlers what changed
+//! against the state before it: the deletions first (as tombstones), then an update or an add
+//! for each listed object, in list order. A resync (`SyncAll`) tells `on_update(o, o)` for
+//! every cached object. The cache is always written before the handlers are told, all under
+//! the dispatch lock, which a batch of entries takes once.
 //!
-//! A watch add or update that arrives while the FIFO is caught up (nothing queued or being
+//! An update whose resource version did not change (a relisted object that did not change, a
+//! resync) only reaches the handlers flagged as syncing: all of them until the first resync
+//! check (and forever in an informer without resync, as in client-go), then those whose
+//! resync was due at the last check. While every handler is flagged, the versions are not
+//! compared at all: the answer would change nothing.
+//!
+//! A watch add or update that arrives while the queue is caught up (nothing queued or being
 //! processed, the informer synced) skips the queue: the sink hands it to `apply_direct`, which
-//! applies it by the same rules. A list page arriving while the FIFO is caught up goes to
-//! `apply_list_page` (`list_page.rs`) the same way. Deletes, the end of a list (its tombstones)
-//! and resyncs always go through the FIFO (dropped deletes of unseen keys, `Sync` only for keys
-//! with nothing pending).
+//! applies it by the same rules, so the order of events is kept.
 
 use crate::event::{DeletedObject, Event, Notification};
 use crate::listener::panic_message;
+use crate::processor::Dispatch;
 use crate::shared::Shared;
-use kcache_core::{KeyText, Meta};
-use kcache_deltafifo::{DeltaObject, DeltaType, Deltas};
-use kcache_indexer::StoreError;
+use kcache_core::{KeyText, Meta, ResourceVersion};
+use kcache_deltafifo::{DeltaType, Entry};
+use kcache_indexer::{StoreError, Swapped};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 impl<T: Send + Sync + 'static, M: Meta<T>> Shared<T, M> {
-    /// Applies `deltas` to the cache and distributes them (see the module documentation).
+    /// Applies one queue entry to the cache and distributes it (see the module documentation),
+    /// with the dispatch lock held by the caller.
     ///
     /// # Errors
-    /// The cache's error (a key or index function failure); the remaining deltas of the key
-    /// are not applied, as in client-go.
-    pub(crate) fn apply(
+    /// The cache's error for a watch event (a key or index function failure); the cache is
+    /// unchanged by that event.
+    pub(crate) fn apply_entry(
         &self,
-        deltas: Deltas<T>,
+        dispatch: &mut Dispatch<T>,
+        entry: Entry<T>,
         is_in_initial_list: bool,
     ) -> Result<(), StoreError> {
-        let mut dispatch = self.processor.lock();
-        // Every list the FIFO hands out carries its key; build it only for one made by hand.
-        let key = deltas.key().cloned();
-        for delta in deltas {
-            match (delta.delta_type, delta.object) {
-                (DeltaType::Deleted, DeltaObject::Object(obj)) => {
-                    let key = key.clone().map_or_else(|| M::key(&obj), Ok)?;
-                    self.indexer.delete(&obj)?;
-                    let text = KeyText::copied(&key);
-                    let event = Event::Deleted(DeletedObject::observed(key, obj));
-                    dispatch.distribute(Notification::new(text, event), false);
-                }
-                (DeltaType::Deleted, DeltaObject::Tombstone(t)) => {
-                    self.indexer.thread_safe_store().delete(&t.key);
-                    let text = KeyText::copied(&t.key);
-                    let event = Event::Deleted(DeletedObject::final_state_unknown(t.key, t.obj));
-                    dispatch.distribute(Notification::new(text, event), false);
-                }
-                (_, DeltaObject::Object(obj)) => {
-                    let key = key.clone().map_or_else(|| M::key(&obj), Ok)?;
-                    let text = KeyText::copied(&key);
-                    match self.indexer.insert_with_key(key, obj.clone())? {
-                        Some(old) => {
-                            let is_sync = dispatch.filters_unchanged()
-                                && M::same_resource_version(&old, &obj);
-                            let event = Event::Updated { old, new: obj };
-                            dispatch.distribute(Notification::new(text, event), is_sync);
-                        }
-                        None => {
-                            let event = Event::Added {
-                                obj,
-                                is_in_initial_list,
-                            };
-                            dispatch.distribute(Notification::new(text, event), false);
-                        }
-                    }
-                }
-                (delta_type, DeltaObject::Tombstone(t)) => {
-                    // The FIFO only puts tombstones in Deleted deltas.
-                    tracing::warn!(informer = %self.name, key = %t.key, %delta_type, "tombstone in a non-delete delta ignored");
-                }
+        match entry {
+            Entry::Delta {
+                key,
+                delta_type: DeltaType::Deleted,
+                object,
+            } => {
+                self.indexer.delete(&object)?;
+                let event = Event::Deleted(DeletedObject::observed(key.to_key(), object));
+                dispatch.distribute(Notification::new(key, event), false);
             }
+            Entry::Delta { key, object, .. } => {
+                let old = self.indexer.insert_with_key_text(&key, object.clone())?;
+                self.distribute_write(dispatch, key, old, object, is_in_initial_list);
+            }
+            Entry::ReplacedAll(list) => {
+                self.apply_replaced_all(
+                    dispatch,
+                    list.objects,
+                    list.resource_version,
+                    is_in_initial_list,
+                );
+            }
+            Entry::SyncAll => self.apply_sync_all(dispatch),
         }
         Ok(())
     }
 
-    /// Applies a watch event's object that the FIFO handed over directly (it was caught up, see
-    /// `DeltaFifo::write_or_apply`), exactly as a popped `Added`/`Updated` delta for it would be:
-    /// cache first, then the handlers, under the dispatch lock. Declines (hands the object back,
-    /// so the FIFO queues it) until the informer has marked itself synced, and once stopped.
+    /// Tells the handlers that `obj` was written under `key`, replacing `old` (if any).
+    fn distribute_write(
+        &self,
+        dispatch: &mut Dispatch<T>,
+        key: KeyText,
+        old: Option<Arc<T>>,
+        obj: Arc<T>,
+        is_in_initial_list: bool,
+    ) {
+        match old {
+            Some(old) => {
+                let is_sync = dispatch.filters_unchanged() && M::same_resource_version(&old, &obj);
+                let event = Event::Updated { old, new: obj };
+                dispatch.distribute(Notification::new(key, event), is_sync);
+            }
+            None => {
+                let event = Event::Added {
+                    obj,
+                    is_in_initial_list,
+                };
+                dispatch.distribute(Notification::new(key, event), false);
+            }
+        }
+    }
+
+    /// A relist (client-go's `processReplacedAllInfo`): the cache becomes `objects` in one
+    /// step, then the handlers hear of the deletions (tombstones, with the last cached state),
+    /// then of each listed object against what it replaced, in list order. An object an index
+    /// function refuses is left out and logged (a key it held is told as deleted).
+    pub(crate) fn apply_replaced_all(
+        &self,
+        dispatch: &mut Dispatch<T>,
+        objects: Vec<(KeyText, Arc<T>)>,
+        rv: ResourceVersion,
+        is_in_initial_list: bool,
+    ) {
+        let swapped = catch_unwind(AssertUnwindSafe(|| self.indexer.swap_in(&objects, rv)));
+        let outcome = match swapped {
+            Ok(outcome) => outcome,
+            Err(payload) => {
+                tracing::error!(
+                    informer = %self.name,
+                    panic = %panic_message(&*payload),
+                    "applying a relist to the cache panicked (an index function?); the relist is refused, the informer goes on"
+                );
+                return;
+            }
+        };
+        for (key, obj) in outcome.deleted {
+            let text = KeyText::copied(&key);
+            let event = Event::Deleted(DeletedObject::final_state_unknown(key, Some(obj)));
+            dispatch.distribute(Notification::new(text, event), false);
+        }
+        for ((key, obj), swapped) in objects.into_iter().zip(outcome.listed) {
+            match swapped {
+                Swapped::Added => {
+                    self.distribute_write(dispatch, key, None, obj, is_in_initial_list);
+                }
+                Swapped::Updated(old) => {
+                    self.distribute_write(dispatch, key, Some(old), obj, is_in_initial_list);
+                }
+                Swapped::Refused(error) => tracing::error!(
+                    informer = %self.name,
+                    %key,
+                    %error,
+                    "a listed object was refused by the cache; the informer goes on"
+                ),
+            }
+        }
+    }
+
+    /// A resync: `on_update(o, o)` for every cached object, to the handlers whose resync is due.
+    fn apply_sync_all(&self, dispatch: &mut Dispatch<T>) {
+        for obj in self.indexer.list() {
+            let Ok(key) = M::key(&obj) else { continue };
+            let event = Event::Updated {
+                old: obj.clone(),
+                new: obj,
+            };
+            dispatch.distribute(Notification::new(KeyText::from(key), event), true);
+        }
+    }
+
+    /// Applies a watch event's object that the queue handed over directly (it was caught up,
+    /// see `RealFifo::write_or_apply`), exactly as a popped `Added`/`Updated` entry for it would
+    /// be: cache first, then the handlers, under the dispatch lock. Declines (hands the object
+    /// back, so the queue takes it) until the informer has marked itself synced, and once
+    /// stopped.
     ///
     /// A cache error is logged and the object dropped, as the pop loop does.
     pub(crate) fn apply_direct(&self, key: &KeyText, obj: Arc<T>) -> Result<(), Arc<T>> {
@@ -101,34 +173,17 @@ impl<T: Send + Sync + 'static, M: Meta<T>> Shared<T, M> {
         let written = catch_unwind(AssertUnwindSafe(|| {
             self.indexer.insert_with_key_text(key, obj.clone())
         }));
-        let written = match written {
-            Ok(written) => written,
-            Err(payload) => {
-                tracing::error!(
-                    informer = %self.name,
-                    panic = %panic_message(&*payload),
-                    "applying a change to the cache panicked (an index function?); the change is refused, the informer goes on"
-                );
-                return Ok(());
-            }
-        };
         match written {
-            Ok(Some(old)) => {
-                let is_sync = dispatch.filters_unchanged() && M::same_resource_version(&old, &obj);
-                let event = Event::Updated { old, new: obj };
-                dispatch.distribute(Notification::new(key.clone(), event), is_sync);
-            }
-            Ok(None) => {
-                let event = Event::Added {
-                    obj,
-                    is_in_initial_list: false,
-                };
-                dispatch.distribute(Notification::new(key.clone(), event), false);
-            }
-            Err(error) => tracing::error!(
+            Ok(Ok(old)) => self.distribute_write(&mut dispatch, key.clone(), old, obj, false),
+            Ok(Err(error)) => tracing::error!(
                 informer = %self.name,
                 %error,
                 "cannot apply a change to the cache; the informer goes on"
+            ),
+            Err(payload) => tracing::error!(
+                informer = %self.name,
+                panic = %panic_message(&*payload),
+                "applying a change to the cache panicked (an index function?); the change is refused, the informer goes on"
             ),
         }
         if let (Some(h), Some(start)) = (&self.metrics.latency, start) {

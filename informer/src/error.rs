@@ -32,6 +32,19 @@ pub enum InformerError {
     Spawn(#[source] std::io::Error),
 }
 
+/// Why [`SharedIndexInformer::replace_all`](crate::SharedIndexInformer::replace_all) was
+/// refused.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReplaceAllError {
+    /// An object has no key; nothing was changed.
+    #[error("cannot compute an object's key")]
+    Key(#[from] kcache_core::KeyError),
+    /// The informer has stopped.
+    #[error("the informer has stopped")]
+    Stopped,
+}
+
 /// Why waiting for a handler to stop was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]

@@ -22,7 +22,7 @@ use kcache_reflector::{ListWatcher, ReflectorError};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{watch, Notify};
+use tokio::sync::watch;
 
 /// A transform applied to every object entering the cache (see
 /// [`SharedIndexInformer::set_transform`]).
@@ -42,9 +42,9 @@ pub(crate) struct Setup<T, E> {
 /// client-go's `SharedIndexInformer`.
 ///
 /// Inside: a [`Reflector`](kcache_reflector::Reflector) lists and watches `L` into a
-/// [`DeltaFifo`](kcache_deltafifo::DeltaFifo) (relists emit `Replaced`, the cache is its known
-/// objects); a pop loop applies each key's deltas to the [`Indexer`] and hands the resulting
-/// notifications to every handler's own buffer; each handler has its own delivery thread.
+/// [`RealFifo`](kcache_deltafifo::RealFifo) (events in order, a relist as one entry); a pop loop
+/// applies batches of entries to the [`Indexer`] and hands the resulting notifications to every
+/// handler's own buffer; each handler has its own delivery thread.
 /// See the crate documentation for the rules and an example.
 ///
 /// `T` is the object type, `L` the source, `M` the key accessor (default: the
@@ -101,7 +101,8 @@ where
             published_seq: Mutex::new(0),
             applied_rv: watch::Sender::new(ResourceVersion::default()),
             direct: DirectSignal::default(),
-            drained: Notify::new(),
+            fifo: Mutex::new(None),
+            peak_rv: Mutex::new(None),
             stop_requested: StopHandle::new(),
         };
         Self {

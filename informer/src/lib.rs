@@ -20,12 +20,32 @@
 //!   listers, and after its own writes waits with
 //!   [`wait_for_resource_version`](SharedIndexInformer::wait_for_resource_version).
 //!
-//! # The rules (client-go's, with the differences marked)
-//! - Changes are applied as client-go's `processDeltas` does: an object already cached is
+//! # The rules (client-go 1.36's in-order informers, with the differences marked)
+//! - Events reach the cache and the handlers in the order the source sent them: the informer's
+//!   queue is a [`RealFifo`](kcache_deltafifo::RealFifo) (client-go's `RealFIFO`), one entry
+//!   per event, several per key, never regrouped by key. The queue's lock is not held while the
+//!   informer applies a batch of entries (up to 1,000, under one dispatch lock), so the source
+//!   never waits for processing. While the queue is caught up, a watch add or update skips it
+//!   and is applied at once, which keeps the order.
+//! - A watch event is applied as client-go's `processDeltas` does: an object already cached is
 //!   updated (`on_update(old, new)`), otherwise added (`on_add`); a deletion removes it and calls
-//!   `on_delete` with the object, or with a tombstone ([`DeletedObject::is_final_state_unknown`])
-//!   when a relist revealed a deletion the watch missed. The cache is written before any handler
-//!   hears of the change.
+//!   `on_delete` (also for a key the cache never held, as client-go does). The cache is written
+//!   before any handler hears of the change.
+//! - A list or relist is one entry (client-go's `ReplacedAll`): nothing of it is visible until
+//!   its last page arrived; then the cache is swapped to exactly the list in one step that no
+//!   reader can see half done, and only then are the handlers told, against the state before
+//!   the list: deletions the list reveals first (tombstones,
+//!   [`DeletedObject::is_final_state_unknown`], with the last cached state), then an update or
+//!   an add for each listed object, in list order (client-go's `processReplacedAllInfo`). A
+//!   relist queued behind watch events is diffed after them. A list that fails or never
+//!   completes changes nothing a reader can see. The swap is done in place: only changed
+//!   objects are written and re-indexed, and a listed object whose resource version equals the
+//!   cached one is staged as the cached `Arc` (the new copy is dropped as its page arrives), so
+//!   a relist that finds little changed holds little beside the cache (kcache only: client-go
+//!   and kube-runtime hold the whole new list until the swap).
+//!   [`replace_all`](SharedIndexInformer::replace_all) applies a list handed in from elsewhere
+//!   (a snapshot) the same way.
+//! - A resync is one entry (client-go's `SyncAll`): `on_update(o, o)` for every cached object.
 //! - An update that does not change the resource version (a resync, or an unchanged object seen
 //!   again in a relist) reaches a handler only while it is flagged as *syncing*. As in client-go,
 //!   every handler starts flagged, and the informer's resync check (every check period) re-flags
@@ -42,22 +62,8 @@
 //! - [`has_synced`](SharedIndexInformer::has_synced) means the first list reached the cache; a
 //!   registration's `has_synced` means it reached that handler (client-go only has the former
 //!   per registration since 1.27, and counts differently for late handlers).
-//! - Lists are applied page by page (kcache only): each page of a list or relist reaches the
-//!   cache and the handlers as it arrives, and the next page is fetched only once it was
-//!   applied; deletions the list reveals (tombstones) come after the last page, as client-go's
-//!   `Replace` puts them after the listed objects. A relist thus holds about one page of new
-//!   objects beside the cache (plus the set of listed keys), where client-go and kube-runtime
-//!   hold the whole new list. What a reader can see: during a relist the cache holds part of the
-//!   new list (objects of the pages applied so far, at the list's version) and part of the old
-//!   state (objects not reached yet, and those the list will delete). client-go's cache passes
-//!   through the same mixed states while its pop loop applies a `Replace`'s deltas one by one;
-//!   what changes is that kcache starts applying before the list is complete. If a list fails
-//!   after some pages, what they applied stays (they were real states, newer than the cache's)
-//!   and the retry's end settles the rest (deletions included); client-go keeps the old cache
-//!   until a list completes. `has_synced` still turns true only once the first list's last page
-//!   (and every deletion it implied) was applied, and the cache's version
-//!   ([`wait_for_resource_version`](SharedIndexInformer::wait_for_resource_version)) moves to the
-//!   list's version only when the list is complete.
+//! - [`wait_for_resource_version`](SharedIndexInformer::wait_for_resource_version): a version
+//!   once reached stays reached, even if the source's versions later go down (kcache only).
 //!
 //! # Examples
 //! ```
@@ -132,7 +138,6 @@ mod handler;
 #[cfg(not(kcache_loom))]
 mod informer;
 #[cfg(not(kcache_loom))]
-mod list_page;
 mod listener;
 mod metrics;
 #[cfg(not(kcache_loom))]
@@ -141,6 +146,8 @@ mod processor;
 #[cfg(not(kcache_loom))]
 mod reader;
 mod registration;
+#[cfg(not(kcache_loom))]
+mod replace_all;
 mod resync;
 #[cfg(not(kcache_loom))]
 mod run;
@@ -160,7 +167,7 @@ mod sync;
 pub mod loom_support;
 
 pub use buffer::BufferMode;
-pub use error::{InformerError, ResourceVersionError, WaitError};
+pub use error::{InformerError, ReplaceAllError, ResourceVersionError, WaitError};
 pub use event::{DeletedObject, Event};
 #[cfg(not(kcache_loom))]
 pub use factory::{FactoryError, InformerFactory};

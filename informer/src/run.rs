@@ -7,9 +7,8 @@ use crate::shared::Shared;
 use crate::sink::Sink;
 use futures::future::{select, Either};
 use futures::FutureExt;
-use kcache_core::KnownObjects;
 use kcache_core::{Meta, ResourceVersion};
-use kcache_deltafifo::{DeltaFifo, DeltaFifoError, DeltaFifoOptions, PopError};
+use kcache_deltafifo::{Batch, DeltaFifoError, RealFifo};
 use kcache_reflector::{ListWatcher, ReflectorBuilder, ReflectorError};
 use std::cmp::Ordering;
 use std::future::Future;
@@ -100,20 +99,17 @@ where
             select(pin!(stop), pin!(requested)).await;
         };
 
-        let known: Arc<dyn KnownObjects<T>> = shared.indexer.clone();
-        let mut options = DeltaFifoOptions::new()
-            .known_objects(known)
-            .emit_delta_type_replaced(true);
-        if let Some(transform) = setup.transform {
+        let fifo: Arc<RealFifo<T, M>> = Arc::new(match setup.transform {
             // A panicking transform refuses its object, as a failing one does.
-            options = options.transformer(move |obj| {
+            Some(transform) => RealFifo::with_transformer(move |obj| {
                 catch_unwind(AssertUnwindSafe(|| transform(obj))).unwrap_or_else(|payload| {
                     Err(Box::new(TransformPanicked(panic_message(&*payload).to_owned())).into())
                 })
-            });
-        }
-        let fifo: Arc<DeltaFifo<T, M>> = Arc::new(DeltaFifo::with_options(options));
+            }),
+            None => RealFifo::new(),
+        });
         stopper.fifo = Some(fifo.clone());
+        *shared.fifo.lock() = Some(fifo.clone());
         let sink = Sink {
             fifo: fifo.clone(),
             shared: shared.clone(),
@@ -195,7 +191,9 @@ where
     /// [`wait_for_resource_version_by`](Self::wait_for_resource_version_by).
     ///
     /// The cache's version advances each time the informer has applied everything the source
-    /// delivered so far, which a source that falls quiet always allows.
+    /// delivered so far, which a source that falls quiet always allows. A version once reached
+    /// stays reached: if the source's versions later go down (a source restored from a backup
+    /// and relisted), waiting for a version the cache had already reached resolves at once.
     ///
     /// # Errors
     /// [`ResourceVersionError::NotNumeric`] if `rv` is not a decimal integer (say `"+3"`, `""`
@@ -208,8 +206,18 @@ where
         let Some(target) = decimal(rv.as_str()) else {
             return Err(ResourceVersionError::NotNumeric(rv.clone()));
         };
+        // A version once reached stays reached: the highest version the cache ever reached
+        // counts too, should the source's versions later go down (a restored source relisted).
+        let peak = &self.shared.peak_rv;
+        let reached =
+            |v: &str| decimal(v).is_some_and(|a| cmp_decimal(a, target) != Ordering::Less);
         self.wait_for_resource_version_by(rv, |applied, _| {
-            decimal(applied.as_str()).map_or(Ordering::Less, |a| cmp_decimal(a, target))
+            let peak_reached = peak.lock().as_ref().is_some_and(|p| reached(p.as_str()));
+            if reached(applied.as_str()) || peak_reached {
+                Ordering::Equal
+            } else {
+                Ordering::Less
+            }
         })
         .await
     }
@@ -252,7 +260,7 @@ where
 }
 
 /// `s` without its leading zeros, if it is a non-empty run of ASCII digits.
-fn decimal(s: &str) -> Option<&str> {
+pub(crate) fn decimal(s: &str) -> Option<&str> {
     if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
@@ -260,7 +268,7 @@ fn decimal(s: &str) -> Option<&str> {
 }
 
 /// Orders two decimals without leading zeros (from [`decimal`]), of any length.
-fn cmp_decimal(a: &str, b: &str) -> Ordering {
+pub(crate) fn cmp_decimal(a: &str, b: &str) -> Ordering {
     a.len().cmp(&b.len()).then_with(|| a.cmp(b))
 }
 
@@ -272,75 +280,67 @@ type Claimed<T, L, M> = (
     StopOnExit<T, M>,
 );
 
-/// Keys the pop loop takes from the FIFO per lock at most.
-const POP_BATCH: usize = 64;
+/// Entries the pop loop takes from the queue at once at most (client-go's batch size).
+const POP_BATCH: usize = 1000;
 
-/// Pops keys (up to [`POP_BATCH`] per lock) and applies them until the FIFO closes.
-async fn pop_loop<T, M>(fifo: &DeltaFifo<T, M>, shared: &Shared<T, M>)
+/// Pops batches of entries and applies each batch under one dispatch lock until the queue
+/// closes.
+async fn pop_loop<T, M>(fifo: &RealFifo<T, M>, shared: &Shared<T, M>)
 where
     T: Send + Sync + 'static,
     M: Meta<T>,
 {
-    // An index function (or key accessor) that panics refuses the change, as one that fails
-    // does: the cache is left as it was (indexes run before any write), the informer goes on.
-    let contained = |deltas, is_in_initial_list| {
-        catch_unwind(AssertUnwindSafe(|| shared.apply(deltas, is_in_initial_list))).unwrap_or_else(
-            |payload| {
-                let panic = panic_message(&*payload);
-                tracing::error!(
-                    informer = %shared.name,
-                    %panic,
-                    "applying a change to the cache panicked (an index function?); the change is refused, the informer goes on"
-                );
-                Ok(())
-            },
-        )
-    };
-    let apply = |deltas, is_in_initial_list| {
-        let Some(h) = &shared.metrics.latency else {
-            return contained(deltas, is_in_initial_list);
-        };
-        let start = shared.clock.now();
-        let result = contained(deltas, is_in_initial_list);
-        h.observe(
-            shared
-                .clock
-                .now()
-                .saturating_duration_since(start)
-                .as_secs_f64(),
-        );
-        result
-    };
-    loop {
-        let popped = fifo.pop_batch_async(POP_BATCH, |deltas, is_in_initial_list| {
-            if let Err(error) = apply(deltas, is_in_initial_list) {
-                tracing::error!(
+    let process = |batch: Batch<T>| {
+        let start = shared.metrics.latency.as_ref().map(|_| shared.clock.now());
+        let mut dispatch = shared.processor.lock();
+        for (entry, is_in_initial_list) in batch {
+            // An index function (or key accessor) that panics refuses the change, as one that
+            // fails does: the cache is left as it was (indexes run before any write), the
+            // informer goes on.
+            let applied = catch_unwind(AssertUnwindSafe(|| {
+                shared.apply_entry(&mut dispatch, entry, is_in_initial_list)
+            }));
+            match applied {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => tracing::error!(
                     informer = %shared.name,
                     error = %ErrorChain(&error),
                     "cannot apply a change to the cache; the informer goes on"
-                );
+                ),
+                Err(payload) => tracing::error!(
+                    informer = %shared.name,
+                    panic = %panic_message(&*payload),
+                    "applying a change to the cache panicked (an index function?); the change is refused, the informer goes on"
+                ),
             }
-        });
-        // Either a batch was popped, or the sink applied writes directly (the FIFO was caught
-        // up). Dropping the pop future unfinished takes nothing from the FIFO.
+        }
+        drop(dispatch);
+        if let (Some(h), Some(start)) = (&shared.metrics.latency, start) {
+            let took = shared.clock.now().saturating_duration_since(start);
+            h.observe(took.as_secs_f64());
+        }
+    };
+    loop {
+        let popped = fifo.pop_batch_async(POP_BATCH, &process);
+        // Either a batch was popped, or the sink applied writes directly (the queue was caught
+        // up). Dropping the pop future unfinished takes nothing from the queue.
         let result = match select(popped, pin!(shared.direct.raised())).await {
-            Either::Left((result, _)) => result,
-            Either::Right(((), _)) => Ok(0),
+            Either::Left((result, _)) => result.map(drop),
+            Either::Right(((), _)) => Ok(()),
         };
         shared.direct.lower();
         // The batch's (or the direct writes') notifications go to the handlers' buffers
         // together.
         shared.processor.lock().flush();
-        if let Err(PopError::Closed) = result {
+        if result.is_err() {
             return;
         }
-        // Read what was received before looking at the FIFO: every event up to it reached the
-        // FIFO first, so an idle FIFO has applied them all.
+        // Read what was received before looking at the queue: every event up to it reached the
+        // queue first, so an idle queue has applied them all.
         let received = shared.last_received();
         let progress = fifo.progress();
         if progress.idle {
             shared.publish_applied(received);
-            shared.drained.notify_waiters();
         }
         if progress.synced {
             shared.set_synced();
@@ -352,7 +352,7 @@ where
 /// being dropped) closes the FIFO and releases every waiter.
 struct StopOnExit<T, M: Meta<T>> {
     shared: Arc<Shared<T, M>>,
-    fifo: Option<Arc<DeltaFifo<T, M>>>,
+    fifo: Option<Arc<RealFifo<T, M>>>,
 }
 
 impl<T, M: Meta<T>> Drop for StopOnExit<T, M> {

@@ -6,6 +6,7 @@ use crate::stop::StopHandle;
 use crate::sync::atomic::{AtomicBool, Ordering};
 use crate::sync::Mutex;
 use kcache_core::{Clock, ResourceVersion};
+use kcache_deltafifo::RealFifo;
 use kcache_indexer::Indexer;
 use std::sync::Arc;
 use tokio::sync::{watch, Notify};
@@ -34,9 +35,12 @@ pub(crate) struct Shared<T, M> {
     /// Raised when the sink applied a write directly: the pop loop has notifications to flush
     /// and a version to publish.
     pub(crate) direct: DirectSignal,
-    /// Notified by the pop loop each time it finds the FIFO idle (a paged list waits for it
-    /// before fetching its next page).
-    pub(crate) drained: Notify,
+    /// The running informer's queue (a relist handed in by
+    /// [`replace_all`](crate::SharedIndexInformer::replace_all) goes through it, in order).
+    pub(crate) fifo: Mutex<Option<Arc<RealFifo<T, M>>>>,
+    /// The highest decimal resource version ever published in `applied_rv`: a version once
+    /// reached stays reached even if the source's versions later go down (a restored source).
+    pub(crate) peak_rv: Mutex<Option<ResourceVersion>>,
     /// Set by the informer's [`StopHandle`]s.
     pub(crate) stop_requested: StopHandle,
 }
@@ -120,6 +124,16 @@ impl<T, M> Shared<T, M> {
             *published = seq;
         }
         self.metrics.set_store_rv(received.as_str());
+        if let Some(new) = crate::run::decimal(received.as_str()) {
+            let mut peak = self.peak_rv.lock();
+            let higher = peak.as_ref().is_none_or(|p| {
+                crate::run::decimal(p.as_str())
+                    .is_none_or(|p| crate::run::cmp_decimal(new, p) == std::cmp::Ordering::Greater)
+            });
+            if higher {
+                *peak = Some(received.clone());
+            }
+        }
         self.applied_rv.send_if_modified(|rv| {
             if *rv == received {
                 false

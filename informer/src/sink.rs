@@ -1,35 +1,32 @@
-//! `Sink`: what the reflector writes into — the `DeltaFifo`, plus the informer's bookkeeping of
-//! sync and resource versions.
+//! `Sink`: what the reflector writes into — the in-order queue ([`RealFifo`]), plus the
+//! informer's bookkeeping of sync and resource versions.
 
 use crate::shared::Shared;
-use kcache_core::{BoxFuture, Meta, PagedReplace, ReflectorStore, ResourceVersion};
-use kcache_deltafifo::{DeltaFifo, DeltaFifoError, Written};
-use std::pin::pin;
+use kcache_core::{BoxFuture, KeyText, Meta, PagedReplace, ReflectorStore, ResourceVersion};
+use kcache_deltafifo::{DeltaFifoError, RealFifo, Written};
 use std::sync::Arc;
 
 pub(crate) struct Sink<T, M: Meta<T>> {
-    pub(crate) fifo: Arc<DeltaFifo<T, M>>,
+    pub(crate) fifo: Arc<RealFifo<T, M>>,
     pub(crate) shared: Arc<Shared<T, M>>,
 }
 
 impl<T, M: Meta<T>> Sink<T, M> {
-    /// After a write that queued a key (an add or an update): record the version. The pop loop
-    /// will take that key and then look at the FIFO's progress itself, so reading it here would
-    /// only cost a lock of the FIFO per event. This relies on the pop loop running in the
-    /// reflector's task (`run` selects over both): it cannot take the key between the write and
-    /// this record, so when it next finds the FIFO idle it publishes this version.
+    /// After a write that queued an entry: record the version. The pop loop will take the
+    /// entry and then look at the queue's progress itself, so reading it here would only cost
+    /// a lock of the queue per event. This relies on the pop loop running in the reflector's
+    /// task (`run` selects over both): it cannot take the entry between the write and this
+    /// record, so when it next finds the queue idle it publishes this version.
     fn queued(&self, rv: ResourceVersion) {
         self.shared.received(rv);
     }
 
-    /// After a write that may have queued nothing: record the version, and notice an initial
-    /// population of zero keys (an empty first list syncs without any pop).
+    /// After a write that queued nothing (a bookmark): record the version, and publish it if
+    /// the queue is idle.
     fn written(&self, rv: ResourceVersion) {
         let received = self.shared.received(rv);
         let progress = self.fifo.progress();
         if progress.idle {
-            // Nothing to pop (a dropped deletion, a bookmark, an empty list): the cache is as
-            // far as the source.
             self.shared.publish_applied(received);
         }
         if progress.synced {
@@ -39,8 +36,8 @@ impl<T, M: Meta<T>> Sink<T, M> {
 }
 
 impl<T: Send + Sync + 'static, M: Meta<T>> Sink<T, M> {
-    /// An add or an update: applied directly when the FIFO is caught up (nothing queued or
-    /// being processed, see `DeltaFifo::write_or_apply`), else queued for the pop loop.
+    /// An add or an update: applied directly when the queue is caught up (nothing queued or
+    /// being processed, see `RealFifo::write_or_apply`), else queued for the pop loop.
     fn write(&self, obj: Arc<T>, added: bool) -> Result<(), DeltaFifoError> {
         let rv = M::resource_version(&obj);
         let written = self
@@ -58,6 +55,21 @@ impl<T: Send + Sync + 'static, M: Meta<T>> Sink<T, M> {
         }
         Ok(())
     }
+
+    /// What a relisted object becomes in the queue: the cached `Arc` when the cache holds the
+    /// same resource version of it (the new copy is dropped now, so a relist that changed
+    /// little holds little beside the cache), else the new copy.
+    fn keep(&self) -> impl FnMut(&KeyText, Arc<T>) -> Arc<T> + '_ {
+        |key, obj| match self.shared.indexer.get_by_key(key.as_str()) {
+            Some(cached)
+                if !M::resource_version(&obj).is_empty()
+                    && M::same_resource_version(&cached, &obj) =>
+            {
+                cached
+            }
+            _ => obj,
+        }
+    }
 }
 
 impl<T: Send + Sync + 'static, M: Meta<T>> ReflectorStore<T> for Sink<T, M> {
@@ -74,16 +86,18 @@ impl<T: Send + Sync + 'static, M: Meta<T>> ReflectorStore<T> for Sink<T, M> {
     fn delete(&self, obj: Arc<T>) -> Result<(), DeltaFifoError> {
         let rv = M::resource_version(&obj);
         self.fifo.delete(obj)?;
-        self.written(rv);
+        self.queued(rv);
         Ok(())
     }
 
+    /// A list in one piece (a streaming list's end, or a list the reflector gathered): one
+    /// `ReplacedAll` entry. An object whose key or transform fails is left out and reported;
+    /// the rest syncs.
     fn replace(&self, objects: Vec<Arc<T>>, rv: ResourceVersion) -> Result<(), DeltaFifoError> {
         tracing::debug!(informer = %self.shared.name, objects = objects.len(), %rv, "relist");
-        // An object whose key or transform fails is left out and reported; the rest syncs.
-        let result = self.fifo.replace_skipping_refused(objects, rv.clone());
+        let result = self.fifo.replace_keeping(objects, rv.clone(), self.keep());
         if matches!(result, Ok(()) | Err(DeltaFifoError::Refused { .. })) {
-            self.written(rv);
+            self.queued(rv);
         }
         result
     }
@@ -107,11 +121,12 @@ impl<T: Send + Sync + 'static, M: Meta<T>> ReflectorStore<T> for Sink<T, M> {
     }
 }
 
-/// Lists reach the informer page by page: a page is applied straight to the cache and the
-/// handlers' buffers when the FIFO is caught up (else queued), and the reflector fetches the
-/// next page only once the FIFO has drained, so a relist holds about one page of new objects
-/// beside the cache (plus the set of listed keys) instead of a second copy of the whole cache.
-/// Deletions are inferred when the list is complete, as one `replace` would.
+/// Lists reach the informer page by page, to be staged: nothing of a list is visible to a
+/// reader until its last page, when the whole list is queued as one `ReplacedAll` entry (the
+/// cache is then swapped in one step). Each page is staged as it arrives, and an object whose
+/// cached copy has the same resource version is staged as that cached `Arc` (the new copy is
+/// dropped with its page): a relist holds beside the cache only what changed, plus the keys.
+/// An abandoned attempt's pages are dropped; the reflector's list limits bound one attempt.
 impl<T: Send + Sync + 'static, M: Meta<T>> PagedReplace<T> for Sink<T, M> {
     type Error = DeltaFifoError;
 
@@ -120,31 +135,18 @@ impl<T: Send + Sync + 'static, M: Meta<T>> PagedReplace<T> for Sink<T, M> {
     }
 
     fn list_page(&self, objects: Vec<Arc<T>>) -> Result<(), DeltaFifoError> {
-        let written = self.fifo.list_page_or_apply(objects, |page, initial| {
-            self.shared.apply_list_page(page, initial)
-        });
-        // A page applied directly needs no pop; one queued is popped while the reflector waits
-        // in `page_taken`.
-        written.map(drop)
+        self.fifo.list_page(objects, self.keep())
     }
 
     fn page_taken(&self) -> BoxFuture<'_, ()> {
-        Box::pin(async move {
-            loop {
-                let mut drained = pin!(self.shared.drained.notified());
-                drained.as_mut().enable();
-                if self.fifo.is_closed() || self.fifo.is_idle() {
-                    return;
-                }
-                drained.await;
-            }
-        })
+        // A staged page needs no processing before the next one is fetched.
+        Box::pin(std::future::ready(()))
     }
 
     fn finish_list(&self, rv: ResourceVersion) -> Result<(), DeltaFifoError> {
+        tracing::debug!(informer = %self.shared.name, %rv, staged = self.fifo.staged_len(), "relisted page by page");
         self.fifo.finish_list(rv.clone());
-        tracing::debug!(informer = %self.shared.name, %rv, "relisted page by page");
-        self.written(rv);
+        self.queued(rv);
         Ok(())
     }
 

@@ -1,6 +1,7 @@
-//! Lists reach the informer page by page: each page is in the cache (and the handlers' buffers)
-//! before the next is fetched, deletions are inferred across pages once the list is complete,
-//! and `has_synced` waits for the first list's last page. No object is lost or delivered twice.
+//! Lists reach the informer page by page and are staged: nothing of a list is in the cache (or
+//! the handlers' buffers) before its last page; then the cache is swapped in one step and the
+//! handlers hear the deletions first, then each listed object in list order, against the state
+//! before the list. No object is lost or delivered twice.
 
 mod common;
 
@@ -187,8 +188,26 @@ async fn until(clock: &FakeClock, mut done: impl FnMut() -> bool) {
     panic!("never happened");
 }
 
+/// The cache as sorted (key, value) pairs.
+fn held(inf: &Informer) -> Vec<(String, u32)> {
+    let mut v: Vec<_> = inf
+        .indexer()
+        .list()
+        .iter()
+        .map(|p| (p.key(), p.value))
+        .collect();
+    v.sort();
+    v
+}
+
+fn pairs(v: &[(&str, u32)]) -> Vec<(String, u32)> {
+    v.iter()
+        .map(|&(k, n)| (format!("default/{k}"), n))
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn has_synced_waits_for_the_last_page_and_each_page_is_cached_before_the_next() {
+async fn has_synced_waits_for_the_last_page_and_no_page_is_cached_before_it() {
     let src = PagedSource::new(vec![(
         vec![
             pods(&[("a", 1), ("b", 1)]),
@@ -200,33 +219,19 @@ async fn has_synced_waits_for_the_last_page_and_each_page_is_cached_before_the_n
     src.gate.send_replace(0);
     let clock = FakeClock::new();
     let (inf, rec, stop, task) = start(&src, &clock);
-    // Page 1 is in the cache while page 2 is held back: part of the list, not synced.
-    rec.wait_for(2).await;
-    assert_eq!(inf.indexer().len(), 2);
-    assert!(!inf.has_synced(), "synced after the first page of three");
     src.gate.send_replace(1);
-    rec.wait_for(4).await;
-    assert!(!inf.has_synced(), "synced before the last page");
     src.gate.send_replace(2);
     tokio::time::timeout(WAIT, inf.wait_for_cache_sync())
         .await
         .unwrap();
     assert_eq!(inf.indexer().len(), 5);
     let seen = src.seen.lock().unwrap().clone();
-    let keys = |s: &[(String, u32)]| s.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
     assert_eq!(seen.len(), 2);
-    assert_eq!(
-        keys(&seen[0].1),
-        ["default/a", "default/b"],
-        "page 1 cached before page 2 is fetched"
+    assert!(
+        seen.iter().all(|(_, cache)| cache.is_empty()),
+        "a page reached the cache before the list was complete: {seen:?}"
     );
-    assert_eq!(
-        keys(&seen[1].1).len(),
-        4,
-        "page 2 cached before page 3 is fetched"
-    );
-    // Every object reached the handler once, as an initial add (the relist that follows the
-    // expired watch may add updates after them).
+    // Every object reached the handler once, as an initial add, in list order.
     rec.wait_for(5).await;
     let events = rec.events();
     let adds: Vec<_> = events
@@ -255,7 +260,7 @@ async fn has_synced_waits_for_the_last_page_and_each_page_is_cached_before_the_n
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_relist_in_pages_tombstones_exactly_the_keys_no_page_listed() {
+async fn a_relist_in_pages_tombstones_the_unlisted_keys_first_then_tells_the_list_in_order() {
     let src = PagedSource::new(vec![
         (
             vec![
@@ -267,7 +272,7 @@ async fn a_relist_in_pages_tombstones_exactly_the_keys_no_page_listed() {
         ),
         // The relist (after the expired watch): b, d and f are gone, c and e changed, a did not.
         (
-            vec![pods(&[("a", 1), ("c", 2)]), pods(&[("e", 2), ("g", 2)])],
+            vec![pods(&[("a", 1), ("e", 2)]), pods(&[("c", 2), ("g", 2)])],
             20,
         ),
     ]);
@@ -278,64 +283,56 @@ async fn a_relist_in_pages_tombstones_exactly_the_keys_no_page_listed() {
         .await
         .unwrap()
         .unwrap();
-    // 6 adds, then a (resync) c e (updates) g (add) and 3 tombstones.
+    // 6 adds, then 3 tombstones, then a (resync) e c (updates) g (add), in list order.
     rec.wait_for(13).await;
     let events = rec.events();
     let relist = &events[6..];
-    let mut deleted: Vec<String> = relist
+    let told: Vec<String> = relist
         .iter()
-        .filter_map(|e| match e {
+        .map(|e| match e {
             Event::Deleted(d) => {
                 assert!(d.is_final_state_unknown());
-                Some(d.key().as_str().to_owned())
+                format!("-{}", d.key().as_str())
             }
-            _ => None,
+            Event::Updated { new, .. } => format!("~{}", new.key()),
+            Event::Added { obj, .. } => format!("+{}", obj.key()),
         })
         .collect();
-    deleted.sort();
-    assert_eq!(deleted, ["default/b", "default/d", "default/f"]);
-    // The listed objects came before the deletions (client-go's Replace order).
-    let first_delete = relist
-        .iter()
-        .position(|e| matches!(e, Event::Deleted(_)))
-        .unwrap();
-    assert_eq!(first_delete, 4);
+    let (deletes, listed) = told.split_at(3);
+    let mut deletes = deletes.to_vec();
+    deletes.sort();
+    assert_eq!(
+        deletes,
+        ["-default/b", "-default/d", "-default/f"],
+        "tombstones first: {told:?}"
+    );
+    assert_eq!(
+        listed,
+        ["~default/a", "~default/e", "~default/c", "+default/g"]
+    );
     let expected = cache_view(inf.indexer().list());
-    assert_eq!(expected.len(), 4);
     assert_eq!(
         replay(&events),
         expected,
         "the handler's view equals the cache"
     );
-    assert_eq!(
-        expected
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.0))
-            .collect::<Vec<_>>(),
-        [
-            ("default/a", 1),
-            ("default/c", 2),
-            ("default/e", 2),
-            ("default/g", 2)
-        ]
-    );
-    // Page 1 of the relist was in the cache (c changed) before page 2 was fetched.
+    assert_eq!(held(&inf), pairs(&[("a", 1), ("c", 2), ("e", 2), ("g", 2)]));
+    // While the relist's second page was being fetched, the cache still held the old list.
     let seen = src.seen.lock().unwrap().clone();
     let relist_page2 = seen.last().unwrap();
-    assert!(relist_page2.1.contains(&("default/c".to_owned(), 2)));
-    assert!(
-        relist_page2.1.contains(&("default/b".to_owned(), 1)),
-        "deletions wait for the end"
+    assert_eq!(
+        relist_page2.1,
+        pairs(&[("a", 1), ("b", 1), ("c", 1), ("d", 1), ("e", 1), ("f", 1)])
     );
     stop.send(()).unwrap();
     tokio::time::timeout(WAIT, task).await.unwrap().unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_relist_failing_mid_list_leaves_its_pages_applied_and_the_retry_settles_the_rest() {
+async fn a_relist_failing_mid_list_changes_nothing_and_the_retry_settles_everything() {
     let src = PagedSource::new(vec![
         (vec![pods(&[("a", 1), ("b", 1)]), pods(&[("c", 1)])], 10),
-        // The relist fails on its second page, after a and b (now 2) were applied...
+        // The relist fails on its second page: its first page (a, b now 2) is never seen...
         (vec![pods(&[("a", 2), ("b", 2)]), Err(ErrorKind::Other)], 20),
         // ...the retry no longer has b.
         (vec![pods(&[("a", 3)]), pods(&[("c", 3)])], 30),
@@ -347,35 +344,29 @@ async fn a_relist_failing_mid_list_leaves_its_pages_applied_and_the_retry_settle
         .await
         .unwrap()
         .unwrap();
-    let cache = cache_view(inf.indexer().list());
-    assert_eq!(
-        cache
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.0))
-            .collect::<Vec<_>>(),
-        [("default/a", 3), ("default/c", 3)]
-    );
-    // 3 adds; a, b updated by the failed attempt; a, c updated; b tombstoned from the state the
-    // failed attempt applied.
-    rec.wait_for(8).await;
+    assert_eq!(held(&inf), pairs(&[("a", 3), ("c", 3)]));
+    // 3 adds; b tombstoned from the state before the failed attempt; a and c updated.
+    rec.wait_for(6).await;
     let events = rec.events();
-    assert_eq!(replay(&events), cache);
-    let b_deleted: Vec<_> = events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Deleted(d) => Some(d.clone()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(b_deleted.len(), 1);
-    assert_eq!(b_deleted[0].key().as_str(), "default/b");
-    assert_eq!(b_deleted[0].object().map(|p| p.value), Some(2));
+    assert_eq!(events.len(), 6, "{events:?}");
+    assert_eq!(replay(&events), cache_view(inf.indexer().list()));
+    assert!(
+        events
+            .iter()
+            .all(|e| !matches!(e, Event::Updated { new, .. } if new.value == 2)),
+        "the failed attempt's page reached a handler"
+    );
+    let Event::Deleted(b) = &events[3] else {
+        panic!("the tombstone comes first: {events:?}")
+    };
+    assert_eq!(b.key().as_str(), "default/b");
+    assert_eq!(b.object().map(|p| p.value), Some(1));
     stop.send(()).unwrap();
     tokio::time::timeout(WAIT, task).await.unwrap().unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_relist_that_finds_changes_queued_waits_for_them_to_drain_before_each_page() {
+async fn a_relist_queued_behind_a_deletion_is_diffed_after_it() {
     let src = PagedSource::new(vec![
         (vec![pods(&[("a", 1), ("b", 1)]), pods(&[("c", 1)])], 10),
         (
@@ -383,8 +374,8 @@ async fn a_relist_that_finds_changes_queued_waits_for_them_to_drain_before_each_
             20,
         ),
     ]);
-    // The watch deletes a (deletions always queue), then expires; with no backoff the relist
-    // starts before the pop loop ran, so its first page is queued behind the deletion.
+    // The watch deletes a, then expires; with no backoff the relist may be queued behind the
+    // deletion: it is diffed against the cache after the deletion, so a is told deleted once.
     let mut a = Pod::new("a", 1);
     a.rv = "11".into();
     *src.first_watch_deletes.lock().unwrap() = Some(a);
@@ -403,22 +394,41 @@ async fn a_relist_that_finds_changes_queued_waits_for_them_to_drain_before_each_
     // 3 adds, the deletion of a, b and c updated, d added.
     rec.wait_for(7).await;
     let events = rec.events();
+    assert_eq!(events.len(), 7, "no duplicates: {events:?}");
+    let Event::Deleted(gone) = &events[3] else {
+        panic!("the watch's deletion comes before the relist: {events:?}")
+    };
+    assert!(!gone.is_final_state_unknown());
     let cache = cache_view(inf.indexer().list());
     assert_eq!(replay(&events), cache);
-    assert_eq!(
-        cache
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.0))
-            .collect::<Vec<_>>(),
-        [("default/b", 2), ("default/c", 2), ("default/d", 2)]
-    );
-    assert_eq!(events.len(), 7, "no duplicates: {events:?}");
-    let seen = src.seen.lock().unwrap().clone();
-    let last = &seen[seen.len() - 1].1;
+    assert_eq!(held(&inf), pairs(&[("b", 2), ("c", 2), ("d", 2)]));
+    stop.send(()).unwrap();
+    tokio::time::timeout(WAIT, task).await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relisted_object_with_the_cached_resource_version_keeps_the_cached_arc() {
+    let src = PagedSource::new(vec![
+        (vec![pods(&[("a", 1), ("b", 1)])], 10),
+        (vec![pods(&[("a", 1), ("b", 2)])], 20),
+    ]);
+    let clock = FakeClock::new();
+    let (inf, _rec, stop, task) = start(&src, &clock);
+    tokio::time::timeout(WAIT, inf.wait_for_cache_sync())
+        .await
+        .unwrap();
+    let before = inf.indexer().get_by_key("default/a").unwrap();
+    until(&clock, || inf.last_sync_resource_version().as_str() == "20").await;
+    tokio::time::timeout(WAIT, inf.wait_for_resource_version(&"20".into()))
+        .await
+        .unwrap()
+        .unwrap();
+    let after = inf.indexer().get_by_key("default/a").unwrap();
     assert!(
-        last.contains(&("default/c".to_owned(), 2)),
-        "page 2 applied before page 3: {last:?}"
+        Arc::ptr_eq(&before, &after),
+        "the relist's copy of an unchanged object replaced the cached one"
     );
+    assert_eq!(held(&inf), pairs(&[("a", 1), ("b", 2)]));
     stop.send(()).unwrap();
     tokio::time::timeout(WAIT, task).await.unwrap().unwrap();
 }
