@@ -97,6 +97,22 @@ impl Endpoint {
         })
     }
 
+    /// The server's current resource version: a consistent list (no version asked) of at most
+    /// one object, whose list version is the newest the server has.
+    pub(crate) async fn current_resource_version<E>(
+        &self,
+    ) -> Result<Option<ResourceVersion>, KubeError>
+    where
+        E: Clone + DeserializeOwned,
+    {
+        let opts = ListOptions {
+            limit: Some(1),
+            ..ListOptions::default()
+        };
+        let page = self.list::<E>(&opts).await?;
+        Ok(Some(page.resource_version).filter(|rv| !rv.is_empty()))
+    }
+
     pub(crate) async fn watch<E>(
         &self,
         opts: &WatchOptions,

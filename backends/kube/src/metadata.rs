@@ -2,6 +2,7 @@
 
 use crate::endpoint::Endpoint;
 use crate::error::KubeError;
+use kcache_core::ResourceVersion;
 use kcache_reflector::{ListOptions, ListPage, ListWatcher, WatchOptions, WatchStream};
 use kube::core::PartialObjectMeta;
 use kube::{Api, Resource};
@@ -113,5 +114,13 @@ where
     ) -> impl Future<Output = Result<WatchStream<PartialObjectMeta<K>, KubeError>, KubeError>> + Send
     {
         self.endpoint.watch(opts)
+    }
+
+    /// A consistent list of at most one object (`limit=1`); its list version.
+    fn current_resource_version(
+        &self,
+    ) -> impl Future<Output = Result<Option<ResourceVersion>, KubeError>> + Send {
+        self.endpoint
+            .current_resource_version::<PartialObjectMeta<K>>()
     }
 }

@@ -461,3 +461,30 @@ async fn a_reflector_over_kube_converges_under_the_fault_injector() {
     }
     assert!(injected > 0, "the fault plans injected no error and no cut");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_current_resource_version_is_a_one_object_consistent_list() {
+    let server = server().await;
+    for i in 0..3 {
+        server
+            .source()
+            .create(config_map("apps", &format!("cm-{i}"), "x"))
+            .unwrap();
+    }
+    let head = server.source().resource_version();
+    let typed = lw(&server);
+    assert_eq!(
+        typed.current_resource_version().await.unwrap(),
+        Some(head.clone())
+    );
+    let meta = KubeMetadataListWatcher::new(kube::Api::<ConfigMap>::all(server.client()));
+    assert_eq!(meta.current_resource_version().await.unwrap(), Some(head));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    for r in &requests {
+        assert!(
+            r.contains("limit=1") && !r.contains("resourceVersion="),
+            "{r}"
+        );
+    }
+}
