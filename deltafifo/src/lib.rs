@@ -86,6 +86,8 @@ mod sync;
 
 #[doc(hidden)]
 pub mod fuzz;
+#[doc(hidden)]
+pub mod fuzz_real;
 
 pub use delta::{DeletedFinalStateUnknown, Delta, DeltaObject, DeltaType};
 pub use deltas::{Deltas, DeltasIntoIter};
