@@ -61,6 +61,7 @@ pub fn registry() -> Vec<Workload> {
         e1_memory::E1_MEMORY,
         m1::M1,
         m2::M2,
+        m2::M2_CHANGED,
     ]);
     all
 }

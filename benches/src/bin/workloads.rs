@@ -38,7 +38,7 @@ Implementations: kcache (kcache_workqueue), naive (client-go's design ported as 
 HashSet dirty/processing + Condvar; waiting-loop thread fed by a bounded channel; Mutex<HashMap>
 limiter), floor (crossbeam unbounded channel, no dedup; q3/q4queue: BinaryHeap + Condvar timer
 thread feeding the channel; q4 limiters: one parking_lot Mutex<HashMap<u64, u32>> with foldhash).
-Store workloads (i1, f1, e1, e1-memory, m1, m2) hold k8s-openapi ConfigMaps: kcache
+Store workloads (i1, f1, e1, e1-memory, m1, m2, m2-changed) hold k8s-openapi ConfigMaps: kcache
 (kcache_indexer::Indexer, kcache_deltafifo::DeltaFifo, kcache_informer over a replay of prebuilt
 events in e1 and m2, over kcache_memory in e1-memory and m1), rwlock-hashmap (client-go's
 threadSafeMap as is: parking_lot RwLock<HashMap<String, Arc<T>>> + hand-kept index maps; m1: no
