@@ -1,3 +1,4 @@
+#![cfg_attr(kcache_loom, allow(dead_code, unused_imports))]
 //! client-go's controller pattern for Rust: informers feed keys into a rate-limited work queue,
 //! and N workers reconcile one key at a time.
 //!
@@ -18,6 +19,9 @@
 //!   a key whose last reconcile wrote something is not reconciled again until the informers have
 //!   seen those writes (KEP-5647's staleness mitigation): no second set of pods created from a
 //!   cache that does not show the first yet.
+//! - With [`shard`](ControllerBuilder::shard), replicas run active-active: each reconciles the
+//!   keys a consistent hash ring over the live replicas gives it, and a key is never reconciled
+//!   by two replicas at once, also while keys move ([`shard`] module).
 //!
 //! Reconcile is level-triggered: it reads the current state from the informers' caches, never
 //! from the event that enqueued the key, so bursts of events for one key coalesce into one call.
@@ -72,12 +76,18 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#[cfg(not(kcache_loom))]
 mod consistency;
+#[cfg(not(kcache_loom))]
 mod controller;
+pub mod shard;
+mod sync;
 
+#[cfg(not(kcache_loom))]
 pub use consistency::{
     ConsistencyError, ConsistencyStore, WriteTracker, DEFAULT_MAX_STALENESS_WAIT,
 };
+#[cfg(not(kcache_loom))]
 pub use controller::{
     Action, Controller, ControllerBuilder, ControllerError, ControllerHandle, ControllerQueue,
     ControllerStats,

@@ -90,6 +90,7 @@ mod health;
 mod in_process;
 mod jitter;
 mod lock;
+mod membership;
 mod record;
 mod status;
 mod sync;
@@ -102,6 +103,7 @@ pub use elector::{
 pub use health::{HealthCheckError, LeaderHealthCheck};
 pub use in_process::{InProcessLock, Unavailable};
 pub use lock::{Lock, LockError};
+pub use membership::{InProcessMembers, MemberRecord, MemberStore, VersionedMember};
 pub use record::{LeaderElectionRecord, VersionedRecord};
 pub use status::{LeaderGate, LeaderState, LeaderStatus, Leadership};
 

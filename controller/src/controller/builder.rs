@@ -7,6 +7,7 @@ use super::resync::{KeyLister, Resync, DEFAULT_RESYNC_PERIOD};
 use super::worker::Core;
 use super::{Controller, ControllerError, Remover};
 use crate::consistency::ConsistencyStore;
+use crate::shard::ShardGate;
 use kcache_core::{Clock, Meta, ObjectKey, SystemClock};
 use kcache_informer::SharedIndexInformer;
 use kcache_informer::{HandlerOptions, HasSynced};
@@ -68,7 +69,13 @@ pub struct ControllerBuilder {
     consistency: Option<ConsistencyStore>,
     stale_sync_skips_metric: Option<Arc<dyn CounterMetric>>,
     priority_queue: bool,
+    shard: Option<ShardGate>,
+    /// The keys of the watched informers' caches, enqueued again when the shard gains keys.
+    shard_listers: Vec<ShardLister>,
 }
+
+/// Lists the keys of one watched informer's cache, for the shard's re-enqueue.
+type ShardLister = Arc<dyn Fn() -> Vec<ObjectKey> + Send + Sync>;
 
 impl ControllerBuilder {
     /// One worker, unlimited retries, client-go's default controller rate limiter (per key 5 ms
@@ -90,6 +97,8 @@ impl ControllerBuilder {
             consistency: None,
             stale_sync_skips_metric: None,
             priority_queue: true,
+            shard: None,
+            shard_listers: Vec::new(),
         }
     }
 
@@ -181,6 +190,9 @@ impl ControllerBuilder {
         let cache = informer.indexer();
         self.resync_listers
             .push(Box::new(move || cache.list_keys()));
+        let shard_cache = informer.indexer();
+        self.shard_listers
+            .push(Arc::new(move || shard_cache.list_keys()));
         let informer = informer.clone();
         let source: Source = Box::new(move |queue, controller| {
             let handler = EnqueueOwn::<M> {
@@ -272,6 +284,21 @@ impl ControllerBuilder {
         self
     }
 
+    /// Reconciles only the keys `shard` lets this replica start: keys other replicas own are
+    /// skipped ([`ShardStats::skipped_not_owned`](crate::shard::ShardStats)), keys in the middle
+    /// of a handover come back after the shard's retry period, and when the shard gains keys
+    /// (a member left, a handover finished) the keys of every watched cache it owns are
+    /// enqueued again. Keys from [`owns`](Self::owns) are checked after the mapping, so a child
+    /// object's event goes to the replica of its owner. See [`crate::shard`].
+    ///
+    /// Drive the [`Shard`](crate::shard::Shard) the gate came from with its `run` beside the
+    /// controller.
+    #[must_use]
+    pub fn shard(mut self, gate: ShardGate) -> Self {
+        self.shard = Some(gate);
+        self
+    }
+
     /// Creates the queue and registers the event handlers: from now on events become keys in the
     /// queue. Start the workers with [`Controller::run`] or [`Controller::run_async`].
     ///
@@ -316,6 +343,18 @@ impl ControllerBuilder {
             }
         }
         synced.extend(self.synced);
+        if let Some(gate) = &self.shard {
+            let (queue, listers, g) = (queue.clone(), self.shard_listers, gate.clone());
+            gate.on_change(move || {
+                for list in &listers {
+                    for key in list() {
+                        if g.owns(key.as_ref()) {
+                            queue.add(key);
+                        }
+                    }
+                }
+            });
+        }
         Ok(Controller {
             core: Arc::new(Core {
                 name,
@@ -326,6 +365,7 @@ impl ControllerBuilder {
                 resync,
                 consistency: self.consistency,
                 stale_sync_skips_metric: self.stale_sync_skips_metric,
+                shard: self.shard,
             }),
             workers: self.workers,
             synced,

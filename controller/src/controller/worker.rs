@@ -5,6 +5,7 @@ use super::handle::Counters;
 use super::resync::{self, Resync};
 use super::Action;
 use crate::consistency::{ConsistencyStore, Freshness};
+use crate::shard::{ShardClaim, ShardGate, Start};
 use futures::future::{select, Either};
 use futures::FutureExt;
 use kcache_core::ObjectKey;
@@ -34,6 +35,8 @@ pub(crate) struct Core {
     pub(crate) consistency: Option<ConsistencyStore>,
     /// `stale_sync_skips_total`, if the builder was given one.
     pub(crate) stale_sync_skips_metric: Option<Arc<dyn CounterMetric>>,
+    /// The shard the workers follow, if any: they reconcile only keys it lets them start.
+    pub(crate) shard: Option<ShardGate>,
 }
 
 /// Whether the workers may start: `Waiting` for the caches, `Open` once they synced, `Closed` if
@@ -164,11 +167,15 @@ where
                     core.hand_back(&key);
                     continue;
                 }
+                let Ok(claim) = core.claim(&key) else {
+                    continue;
+                };
                 if core.skip_if_stale(&key) {
                     continue;
                 }
                 let outcome = catch_unwind(AssertUnwindSafe(|| reconcile(&key)));
                 core.finish(&key, outcome);
+                drop(claim);
             }
         })
 }
@@ -195,6 +202,9 @@ pub(crate) async fn worker_task<F, Fut, E>(
             core.hand_back(&key);
             continue;
         }
+        let Ok(claim) = core.claim(&key) else {
+            continue;
+        };
         if core.skip_if_stale(&key) {
             continue;
         }
@@ -203,6 +213,7 @@ pub(crate) async fn worker_task<F, Fut, E>(
         let call = async { reconcile(key.clone()).await };
         let outcome = AssertUnwindSafe(call).catch_unwind().await;
         core.finish(&key, outcome);
+        drop(claim);
     }
 }
 
@@ -228,6 +239,27 @@ impl Core {
         if let Either::Left((false, stopped)) = select(leading, stopped).await {
             stopped.await;
         }
+    }
+
+    /// Asks the shard, if any, whether `key` may be reconciled here now. A key another replica
+    /// owns is forgotten and marked done (its owner reconciles it); a key not yet startable
+    /// (a handover in progress) comes back after the shard's retry period. The claim is held
+    /// until the reconcile finished.
+    fn claim(&self, key: &ObjectKey) -> Result<Option<ShardClaim>, ()> {
+        let Some(shard) = &self.shard else {
+            return Ok(None);
+        };
+        match shard.start(key.as_ref()) {
+            Ok(claim) => return Ok(Some(claim)),
+            Err(Start::Blocked) => {
+                self.queue.add_after(key.clone(), shard.retry_period());
+            }
+            Err(_) => self.queue.forget(key),
+        }
+        if self.queue.done(key).is_err() {
+            tracing::error!(controller = %self.name, %key, "key was not being processed");
+        }
+        Err(())
     }
 
     /// A key taken while not leading goes back to the queue untouched (its retry history too);

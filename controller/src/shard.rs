@@ -1,0 +1,35 @@
+//! Active-active sharding: every replica reconciles its own share of the keys, and a key is
+//! never reconciled by two replicas at once, also while keys move between them.
+//!
+//! - Membership: each replica renews a lease-like [`MemberRecord`](kcache_leaderelection::MemberRecord)
+//!   in a shared [`MemberStore`](kcache_leaderelection::MemberStore) (etcd: `kcache-etcd`'s
+//!   `EtcdMembers`; Kubernetes Leases: `kcache-kube`'s `LeaseMembers`; in-process:
+//!   [`InProcessMembers`](kcache_leaderelection::InProcessMembers)). A record is live while its
+//!   reader has seen it change within its lease duration; every replica computes the live set
+//!   the same way.
+//! - Assignment: a consistent [`HashRing`] with virtual nodes over the live members, keys
+//!   placed by their FNV-1a 64-bit hash (mixed); a join or a leave moves about 1/N of the keys.
+//! - Handover: a record also carries the *view* (member set) whose share its replica claims;
+//!   a replica withdraws a key from its view only after it stopped taking the key and its
+//!   in-flight reconcile finished, and starts a key only when no other live record claims it
+//!   ([`ShardTable`]). A dead replica's keys move once its lease expired.
+//! - Controller: [`ControllerBuilder::shard`](crate::ControllerBuilder::shard) makes the workers
+//!   ask the [`ShardGate`] before each reconcile. Keys of owned objects are mapped to their
+//!   owner's key (`owns`) before the check, so a child goes to the replica of its owner.
+//! - Not (yet) pushed down to the source: every replica's informers cache every object, and
+//!   the workers skip the keys they do not own.
+
+mod ring;
+mod table;
+
+#[cfg(not(kcache_loom))]
+mod gate;
+#[cfg(not(kcache_loom))]
+mod member;
+
+#[cfg(not(kcache_loom))]
+pub use gate::{ShardClaim, ShardGate, ShardStats};
+#[cfg(not(kcache_loom))]
+pub use member::{Shard, ShardConfig, ShardConfigError};
+pub use ring::{fnv1a_64, key_position, HashRing, ShardRange, DEFAULT_VNODES};
+pub use table::{ShardTable, Start};
