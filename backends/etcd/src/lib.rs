@@ -155,6 +155,7 @@ mod error;
 mod keys;
 mod list_watcher;
 mod lock;
+mod members;
 mod objects;
 mod watch;
 
@@ -165,6 +166,7 @@ pub use error::{EtcdError, MalformedValue};
 pub use kcache_core::{MetaMut, SetResourceVersion};
 pub use list_watcher::{EtcdListWatcher, DEFAULT_INTERNAL_PAGE_SIZE, DEFAULT_MAX_MESSAGE_SIZE};
 pub use lock::EtcdLock;
+pub use members::EtcdMembers;
 pub use objects::EtcdObjects;
 
 /// This crate's README.md, compiled as doctests.
