@@ -41,14 +41,14 @@ pub struct LeaseLock {
     identity: String,
 }
 
-fn micro_time(t: SystemTime) -> Option<MicroTime> {
+pub(crate) fn micro_time(t: SystemTime) -> Option<MicroTime> {
     let micros = t.duration_since(UNIX_EPOCH).ok()?.as_micros();
     Timestamp::from_microsecond(i64::try_from(micros).ok()?)
         .ok()
         .map(MicroTime)
 }
 
-fn system_time(t: Option<&MicroTime>) -> SystemTime {
+pub(crate) fn system_time(t: Option<&MicroTime>) -> SystemTime {
     t.and_then(|t| u64::try_from(t.0.as_microsecond()).ok())
         .and_then(|m| UNIX_EPOCH.checked_add(Duration::from_micros(m)))
         .unwrap_or(UNIX_EPOCH)
@@ -98,7 +98,7 @@ fn record(lease: &Lease) -> Result<VersionedRecord, LockError> {
 
 /// Maps a write's failure: 409 is a conflict (or, for a create, an existing Lease), 404 a missing
 /// one, anything else a backend error.
-fn write_error(e: kube::Error, creating: bool) -> LockError {
+pub(crate) fn write_error(e: kube::Error, creating: bool) -> LockError {
     match &e {
         kube::Error::Api(status) if status.is_conflict() || status.is_already_exists() => {
             if creating {

@@ -44,6 +44,7 @@
 mod endpoint;
 mod error;
 mod lease;
+mod lease_members;
 mod list_watcher;
 mod meta;
 mod metadata;
@@ -52,6 +53,9 @@ pub mod migration;
 pub use endpoint::INITIAL_EVENTS_END_ANNOTATION;
 pub use error::KubeError;
 pub use lease::LeaseLock;
+pub use lease_members::{
+    LeaseMembers, SHARD_GROUP_LABEL, SHARD_VIEW_ANNOTATION, SHARD_VIEW_GENERATION_ANNOTATION,
+};
 pub use list_watcher::KubeListWatcher;
 pub use meta::KubeMeta;
 pub use metadata::KubeMetadataListWatcher;

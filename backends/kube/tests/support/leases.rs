@@ -6,7 +6,11 @@
 //! assigns the next resource version. A knob answers every Lease request with 503 (the server
 //! unreachable, as far as the lock can tell).
 //!
-//! Not covered: list, watch, delete, patch, `dryRun`, field validation, an empty
+//! Also, for kcache-kube's `LeaseMembers`: `GET .../namespaces/{ns}/leases` (a list, with a
+//! `labelSelector` of `k=v` pairs) and `DELETE .../leases/{name}` (404 when absent; 409 unless a
+//! `preconditions.resourceVersion` in the body, if any, is the stored one).
+//!
+//! Not covered: watch, patch, `dryRun`, field validation, an empty
 //! `resourceVersion` on PUT (an unconditional update on a real server: refused here, since the
 //! lock always sends one), managed fields.
 
@@ -133,6 +137,52 @@ impl Leases {
                 let obj = self.stamp(body, ns);
                 objects.insert(key, obj.clone());
                 (200, obj)
+            }
+            ("GET", None) => {
+                let wanted: Vec<(&str, &str)> = req
+                    .q("labelSelector")
+                    .unwrap_or_default()
+                    .split(',')
+                    .filter(|p| !p.is_empty())
+                    .filter_map(|p| p.split_once('='))
+                    .collect();
+                let items: Vec<Value> = objects
+                    .iter()
+                    .filter(|((n, _), _)| n == ns)
+                    .filter(|(_, obj)| {
+                        wanted
+                            .iter()
+                            .all(|(k, v)| obj["metadata"]["labels"][*k].as_str() == Some(*v))
+                    })
+                    .map(|(_, obj)| obj.clone())
+                    .collect();
+                let rv = (1000 + self.next_version.load(Ordering::SeqCst)).to_string();
+                (
+                    200,
+                    serde_json::json!({
+                        "apiVersion": "coordination.k8s.io/v1",
+                        "kind": "LeaseList",
+                        "metadata": {"resourceVersion": rv},
+                        "items": items,
+                    }),
+                )
+            }
+            ("DELETE", Some(name)) => {
+                let key = (ns.to_owned(), name.to_owned());
+                let Some(stored) = objects.get(&key) else {
+                    return not_found(name);
+                };
+                let body = serde_json::from_slice::<Value>(&req.body).unwrap_or(Value::Null);
+                if let Some(want) = body["preconditions"]["resourceVersion"].as_str() {
+                    if Some(want) != stored["metadata"]["resourceVersion"].as_str() {
+                        return (
+                            409,
+                            status(409, "Conflict", &format!("Precondition failed for leases.coordination.k8s.io \"{name}\": the resourceVersion in the precondition does not match")),
+                        );
+                    }
+                }
+                let removed = objects.remove(&key).unwrap_or(Value::Null);
+                (200, removed)
             }
             _ => (
                 405,
