@@ -220,3 +220,81 @@ async fn requeue_retries_through_the_rate_limiter_without_an_error() {
     );
     r.stop().await;
 }
+
+/// Waits (real time, bounded) until `cond` holds.
+async fn until(what: &str, cond: impl Fn() -> bool) {
+    let r = tokio::time::timeout(WAIT, async {
+        while !cond() {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    assert!(r.is_ok(), "timed out waiting for {what}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resync_keys_wait_at_low_priority_behind_a_watched_change() {
+    let (clock, _) = source();
+    let (sets_src, children_src) = world(&clock);
+    let sets = informer(&clock, &sets_src, Duration::ZERO);
+    let children = informer(&clock, &children_src, Duration::ZERO);
+    let (controller, _) = controller(&clock, &sets, &children, Duration::from_secs(60));
+    assert!(controller.queue().is_priority());
+    let order: Arc<Mutex<Vec<String>>> = Arc::default();
+    let release = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (record, gate) = (order.clone(), release.clone());
+    let handle = controller
+        .run(move |k: &ObjectKey| {
+            let n = {
+                let mut order = record.lock().unwrap();
+                order.push(k.to_string());
+                order.len()
+            };
+            // The first key of the resync round holds the only worker until released.
+            if n == 5 {
+                while !gate.load(Ordering::SeqCst) {
+                    std::thread::yield_now();
+                }
+            }
+            Ok::<_, String>(Action::Done)
+        })
+        .unwrap();
+    let (r1, r2) = (run(&sets), run(&children));
+    reconciled(&handle, 4).await;
+    assert!(handle.wait_workers_started().await);
+    clock.advance(Duration::from_secs(66));
+    until("the resync round", || handle.stats().resyncs >= 1).await;
+    until("the worker to hold a resync key", || {
+        order.lock().unwrap().len() >= 5
+    })
+    .await;
+    // A watched change arrives while two resync keys wait.
+    sets_src.create(Pod::new("d", 1)).unwrap();
+    let d = ObjectKey::new("default/d").unwrap();
+    until("the change to be queued", || {
+        handle.queue().priority_of(&d).is_some()
+    })
+    .await;
+    assert_eq!(handle.queue().priority_of(&d), Some(0));
+    let held = order.lock().unwrap()[4].clone();
+    for name in ["default/a", "default/b", "default/c"] {
+        if name != held {
+            let key = ObjectKey::new(name).unwrap();
+            assert_eq!(
+                handle.queue().priority_of(&key),
+                Some(kcache_controller::ControllerQueue::LOW),
+                "{name} from the resync"
+            );
+        }
+    }
+    release.store(true, Ordering::SeqCst);
+    reconciled(&handle, 8).await;
+    assert_eq!(
+        order.lock().unwrap()[5],
+        "default/d",
+        "the change goes first"
+    );
+    handle.shutdown();
+    r1.stop().await;
+    r2.stop().await;
+}
