@@ -26,7 +26,7 @@ use crate::report::{Report, ReportOrFailure};
 use crate::source::Source;
 use crate::world::{check, same_objects, Ctx, Pod, ReplicaSet, Rng, User, UserStats, OWNER_INDEX};
 use indicatif::{ProgressBar, ProgressStyle};
-use kcache_controller::Controller;
+use kcache_controller::{ConsistencyStore, Controller};
 use kcache_core::{Clock, ObjectKey, SystemClock};
 use kcache_indexer::Indexers;
 use kcache_informer::{HandlerFuncs, InformerFactory, InformerOptions, SharedIndexInformer};
@@ -202,7 +202,10 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
     }
 
     let provider = DemoMetricsProvider::default();
-    let mut builder = Controller::builder("replicaset-controller");
+    // KEP-5647: a set whose last reconcile wrote pods is not reconciled again before the pod
+    // cache shows them.
+    let consistency = ConsistencyStore::with_clock(clock.clone());
+    let mut builder = Controller::builder("replicaset-controller").consistency_store(&consistency);
     if let Some(e) = &election {
         builder = builder.leader_election(e.status());
     }
@@ -231,6 +234,7 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
         pods.clone(),
         pods_src.clone(),
         clock.clone(),
+        &consistency,
     ));
     let reconcile_stats = ctx.stats.clone();
     let reconcile_ctx = ctx.clone();

@@ -132,10 +132,11 @@ impl Report {
             c.dropped
         );
         println!(
-            "              pods created {}, deleted {}; {} requeued unsettled (the world still differed after their writes)",
+            "              pods created {}, deleted {}; {} unsettled (the world still differed once their writes were cached); {} held back until the pod cache showed their last writes (stale_sync_skips)",
             self.reconciles.pods_created.load(Relaxed),
             self.reconciles.pods_deleted.load(Relaxed),
-            c.requeues
+            self.reconciles.unsettled.load(Relaxed),
+            c.stale_sync_skips
         );
         println!(
             "  reconcile   latency {}",

@@ -4,25 +4,20 @@
 
 use crate::metrics::Histogram;
 use crate::source::Source;
-use futures::future::{select, Either};
-use kcache_controller::Action;
+use kcache_controller::{Action, ConsistencyStore, WriteTracker};
+use kcache_core::sync::Mutex;
 use kcache_core::{Clock, Object, ObjectKey, ResourceVersion, SetResourceVersion};
 use kcache_informer::SharedIndexInformer;
 use kcache_reflector::FaultInjector;
 use kcache_workqueue::metrics::HistogramMetric;
-use std::collections::HashMap;
-use std::pin::pin;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
-use std::time::Duration;
 
 /// Every object lives in this namespace.
 pub(crate) const NAMESPACE: &str = "demo";
 /// The name of the pods' owner index.
 pub(crate) const OWNER_INDEX: &str = "owner";
-/// How long a reconcile waits for the pod cache to show its own writes before it gives up and
-/// lets the rate limiter retry the key.
-const READ_YOUR_WRITES: Duration = Duration::from_secs(2);
 
 /// A `ReplicaSet`-like object: how many pods it wants. In etcd it is stored as JSON without its
 /// resource version (the key's `mod_revision` is the version).
@@ -94,34 +89,44 @@ pub(crate) struct ReconcileStats {
     pub(crate) latency: Histogram,
     pub(crate) pods_created: AtomicU64,
     pub(crate) pods_deleted: AtomicU64,
-    /// Reconciles that found the world still different from the wish after their writes had
-    /// reached the cache, and requeued the key.
+    /// Reconciles that found the world still different from the wish once the previous
+    /// reconcile's writes had reached the cache (and wrote again).
     pub(crate) unsettled: AtomicU64,
 }
 
-/// What the reconcile function needs: the caches, where pods are written, the clock.
+/// What the reconcile function needs: the caches, where pods are written, where the writes are
+/// recorded, the clock.
 pub(crate) struct Ctx<S: Source<ReplicaSet>, P: Source<Pod>> {
     pub(crate) sets: Arc<SetInformer<S>>,
     pub(crate) pods: Arc<PodInformer<P>>,
     pub(crate) pod_source: P,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) stats: Arc<ReconcileStats>,
+    /// Records pod writes under the set's key in the controller's consistency store.
+    pod_writes: WriteTracker,
+    /// Sets whose last reconcile wrote (their next reconcile is a follow-up).
+    wrote: Mutex<HashSet<ObjectKey>>,
     next_pod: AtomicU64,
 }
 
 impl<S: Source<ReplicaSet>, P: Source<Pod>> Ctx<S, P> {
+    /// `consistency` is the store the controller was built with
+    /// ([`consistency_store`](kcache_controller::ControllerBuilder::consistency_store)).
     pub(crate) fn new(
         sets: Arc<SetInformer<S>>,
         pods: Arc<PodInformer<P>>,
         pod_source: P,
         clock: Arc<dyn Clock>,
+        consistency: &ConsistencyStore,
     ) -> Self {
         Self {
+            pod_writes: consistency.tracker(&pods),
             sets,
             pods,
             pod_source,
             clock,
             stats: Arc::new(ReconcileStats::default()),
+            wrote: Mutex::new(HashSet::new()),
             next_pod: AtomicU64::new(0),
         }
     }
@@ -131,22 +136,27 @@ impl<S: Source<ReplicaSet>, P: Source<Pod>> Ctx<S, P> {
 /// absence, after a delete or a tombstone, means zero). Level-triggered, the pattern to copy:
 ///
 /// 1. read the wish and the world from the caches, never from the event that queued the key;
-/// 2. write the difference to the source;
-/// 3. wait until the pod cache shows those writes (read-your-writes), so that no reconcile of
-///    the key counts stale pods and creates them twice;
-/// 4. read the caches *again*: if the world still differs from the wish, return
-///    [`Action::Requeue`] (the key comes back after the rate limiter's delay). Something else may
-///    have changed the world meanwhile, and its event may never come: pods created and deleted
-///    while the pod cache was blind (a watch cut, a relist after backoff) leave no trace in the
-///    relist, and the wait of step 3 is satisfied by the relist's newer version. Returning
-///    `Done` there would leave the set short for good.
+/// 2. write the difference to the source, recording each write's resource version in the
+///    controller's [`ConsistencyStore`] (KEP-5647): the key's next reconcile is held back until
+///    the pod cache shows these writes, so no reconcile counts stale pods and creates them twice;
+/// 3. after writing, return [`Action::Requeue`]: the key comes back once the cache shows the
+///    writes, and that reconcile looks *again*. Something else may have changed the world
+///    meanwhile, and its event may never come: pods created and deleted while the pod cache was
+///    blind (a watch cut, a relist after backoff) leave no trace in the relist, and the store is
+///    satisfied by the relist's newer version. Returning `Done` after writing would leave such a
+///    set short for good. A reconcile that finds nothing to write returns `Done`.
 pub(crate) async fn reconcile<S: Source<ReplicaSet>, P: Source<Pod>>(
     ctx: Arc<Ctx<S, P>>,
     key: ObjectKey,
 ) -> Result<Action, String> {
     let start = ctx.clock.now();
+    let follow_up = ctx.wrote.lock().remove(&key);
     let (want, mut pods) = observe(&ctx, &key)?;
-    let mut last_write = None;
+    if follow_up && pods.len() != want {
+        // Our last writes are in the cache, and the world still differs from the wish.
+        ctx.stats.unsettled.fetch_add(1, Relaxed);
+    }
+    let mut wrote = false;
     if pods.len() < want {
         let set_name = key.name();
         for _ in pods.len()..want {
@@ -158,7 +168,10 @@ pub(crate) async fn reconcile<S: Source<ReplicaSet>, P: Source<Pod>>(
             };
             let created = ctx.pod_source.create(pod).await?;
             ctx.stats.pods_created.fetch_add(1, Relaxed);
-            last_write = Some(created);
+            ctx.pod_writes
+                .record(&key, &created)
+                .map_err(|e| e.to_string())?;
+            wrote = true;
         }
     } else if pods.len() > want {
         pods.sort_by(|a, b| a.name.cmp(&b.name));
@@ -167,24 +180,17 @@ pub(crate) async fn reconcile<S: Source<ReplicaSet>, P: Source<Pod>>(
             // `None`: deleted meanwhile (by the chaos user): its event will bring the set back.
             if let Some(deleted) = ctx.pod_source.delete(&pod_key).await? {
                 ctx.stats.pods_deleted.fetch_add(1, Relaxed);
-                last_write = Some(deleted);
+                ctx.pod_writes
+                    .record(&key, &deleted)
+                    .map_err(|e| e.to_string())?;
+                wrote = true;
             }
-        }
-    }
-    if let Some(rv) = last_write {
-        let caught_up = pin!(ctx.pods.wait_for_resource_version(&rv));
-        let timeout = ctx.clock.sleep_async(READ_YOUR_WRITES);
-        match select(caught_up, timeout).await {
-            Either::Left((Ok(()), _)) => {}
-            Either::Left((Err(e), _)) => return Err(e.to_string()),
-            Either::Right(_) => return Err(format!("pod cache has not reached {rv} yet")),
         }
     }
     let took = ctx.clock.now().saturating_duration_since(start);
     ctx.stats.latency.observe(took.as_secs_f64());
-    let (want, pods) = observe(&ctx, &key)?;
-    if pods.len() != want {
-        ctx.stats.unsettled.fetch_add(1, Relaxed);
+    if wrote {
+        ctx.wrote.lock().insert(key);
         return Ok(Action::Requeue);
     }
     Ok(Action::Done)
