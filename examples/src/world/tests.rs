@@ -313,6 +313,18 @@ async fn requeue_before_the_pod_events(mitigate: bool) -> (u64, u64, u64) {
 
     // The events arrive and the world converges to the set's 2 pods either way.
     slow.open.send_replace(true);
+    // Let the pod cache take the held-back events before time moves on: a clock advanced in a
+    // tight loop would pass the store's max wait (30 s) before the informer's task ran, and the
+    // worker would then rightly reconcile on the stale cache.
+    let caught_up = async {
+        while !store.is_ready(&key("rs-00001").unwrap()) {
+            tokio::task::yield_now().await;
+        }
+    };
+    assert!(
+        within(caught_up).await.is_ok(),
+        "the pod cache never showed the writes"
+    );
     let converged = async {
         loop {
             clock.advance(Duration::from_secs(1));
