@@ -137,7 +137,6 @@ mod filtering;
 mod handler;
 #[cfg(not(kcache_loom))]
 mod informer;
-#[cfg(not(kcache_loom))]
 mod listener;
 mod metrics;
 #[cfg(not(kcache_loom))]
