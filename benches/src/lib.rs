@@ -2,7 +2,7 @@
 //!
 //! Two entry points use this crate:
 //!
-//! - the `workloads` binary, which runs the workloads of `WORKLOADS.md` (q1, q2, …) for each
+//! - the `workloads` binary, which runs the workloads its `--help` defines (q1, q2, …) for each
 //!   implementation in fresh child processes and prints one JSON line per run plus one summary line
 //!   per (workload, implementation) with medians and the ratio to kcache;
 //! - the criterion micro-benchmarks in `benches/` (`cargo bench -p kcache-benches`).

@@ -1,6 +1,6 @@
 //! splitmix64, the input generator every implementation of the workloads uses.
 
-/// The splitmix64 generator exactly as `WORKLOADS.md` defines it: the first output is taken after
+/// The splitmix64 generator exactly as the workloads define it: the first output is taken after
 /// the first increment of the state.
 ///
 /// # Examples

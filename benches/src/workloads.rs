@@ -1,4 +1,4 @@
-//! The workloads of `WORKLOADS.md`, one module each, and the registry the runner reads.
+//! The workloads (defined in the runner's `--help`), one module each, and the registry the runner reads.
 //!
 //! A workload is a [`Workload`]: a name, its headline metric, the implementations it compares and
 //! a function that runs one implementation once, in the current process, and returns its metrics
@@ -24,7 +24,7 @@ use std::time::Instant;
 /// A run's metrics, in the order they are printed.
 pub type Metrics = Vec<(&'static str, f64)>;
 
-/// One workload of `WORKLOADS.md`.
+/// One workload of the runner.
 #[derive(Debug, Clone, Copy)]
 pub struct Workload {
     /// The name on the command line and in the JSON lines (`q1`, `q4limiter-grow-1t`, …).

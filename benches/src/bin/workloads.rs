@@ -1,4 +1,4 @@
-//! The workload runner: runs the workloads of `WORKLOADS.md` for kcache and its baselines, each run
+//! The workload runner: runs the workloads its `--help` defines for kcache and its baselines, each run
 //! in a fresh child process, and prints one JSON line per run and one summary line per
 //! (workload, implementation). Run with `--help` for the usage.
 

@@ -11,7 +11,7 @@ const LOG_SPREAD: f64 = 20.0;
 pub enum BarKind {
     /// kcache, measured in this run.
     Kcache,
-    /// A figure recorded elsewhere (client-go's, from WORKLOADS.md).
+    /// A figure recorded elsewhere (client-go's, from `reference.rs`).
     Recorded,
     /// A peer or baseline measured in this run (kube-runtime, naive, rwlock-hashmap, …).
     Peer,

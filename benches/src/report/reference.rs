@@ -1,7 +1,7 @@
-//! What a report quotes besides its own runs: client-go's recorded figures (WORKLOADS.md), and
+//! What a report quotes besides its own runs: client-go's recorded figures (below), and
 //! where and when the runs were made.
 
-/// client-go v0.36.3's headline figure for a workload, as WORKLOADS.md records it (median of 7
+/// client-go v0.36.3's headline figure for a workload, as recorded for this project (median of 7
 /// clean runs on a 2-core machine of the same kind); `None` where it records none.
 pub fn client_go(workload: &str) -> Option<f64> {
     Some(match workload {

@@ -1,4 +1,4 @@
-//! e1: informer ingest, every side fed the same prebuilt events (see `WORKLOADS.md`).
+//! e1: informer ingest, every side fed the same prebuilt events (defined in the runner's `--help`).
 //!
 //! Inputs, built before any clock starts: the 100,000 objects of the initial list (list version
 //! "100000") and 1,000,000 updates, update `n` on key `n % 10,000` with resourceVersion

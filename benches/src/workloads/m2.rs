@@ -1,4 +1,4 @@
-//! m2 and m2-changed: relist memory (see `WORKLOADS.md`). A cache holds the 100,000 objects;
+//! m2 and m2-changed: relist memory (defined in the runner's `--help`). A cache holds the 100,000 objects;
 //! then a relist delivers 100,000 freshly built copies, as a client decoding a list allocates
 //! them: in m2 copies of the same objects (same resource versions), in m2-changed every object
 //! changed (label `app-{(i + 7) % 50}`, resourceVersion `{200000 + i}`), so an atomic relist
