@@ -1,5 +1,5 @@
 //! Ported from client-go's `util/workqueue/queue_test.go` (kubernetes/client-go), rewritten in our
-//! words. Where kcache deliberately differs from client-go (DESIGN.md §9 and "Fine points"), the
+//! words. Where kcache deliberately differs from client-go (the differences the crate docs list), the
 //! test asserts kcache's behaviour and says so. client-go's `TestFind` is not ported: `Find` is a
 //! debugging helper kcache does not have. The cases live in `client_go_queue/cases.rs`, shared
 //! with the priority queue's run of them.

@@ -1,4 +1,4 @@
-//! `DelayingQueue`: the delay rules of DESIGN.md §5 "workqueue" and "Fine points" that the
+//! `DelayingQueue`: the delay rules the crate docs state that the
 //! client-go port does not already cover. Time is a `FakeClock`; a worker blocked in `get` waits
 //! for the timer thread, and "nothing became ready" is shown by a sentinel that must come out next.
 

@@ -1,4 +1,4 @@
-//! One test per place where kcache's workqueue does better than client-go (DESIGN.md §9). Each test
+//! One test per place where kcache's workqueue does better than client-go. Each test
 //! says what client-go does instead.
 
 use kcache_core::FakeClock;

@@ -1,4 +1,4 @@
-//! `Queue`: the rules of DESIGN.md §5 "workqueue" and "Fine points" that the client-go ports do not
+//! `Queue`: the rules the crate docs state that the client-go ports do not
 //! already cover.
 
 use futures::executor::block_on;
