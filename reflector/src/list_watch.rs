@@ -1,6 +1,7 @@
 //! [`ListWatch`]: a [`ListWatcher`] made of two closures (client-go's `cache.ListWatch`).
 
 use crate::{BackendError, ListOptions, ListPage, ListWatcher, WatchOptions, WatchStream};
+use futures::future::{BoxFuture, FutureExt};
 use std::fmt;
 use std::future::Future;
 
@@ -10,19 +11,23 @@ use std::future::Future;
 ///
 /// Each function takes its options by value and returns a future that owns what it needs (clone
 /// your client into it), so the closures are usually `move |opts| { let c = client.clone();
-/// async move { … } }`. The error type is the backend's, classified through [`BackendError`].
-/// For a source that can only be listed, see [`PollingListWatcher`](crate::PollingListWatcher).
+/// async move { … } }`. The error type is the backend's, classified through [`BackendError`]
+/// (which errors relist is said there, on [`ErrorKind`](crate::ErrorKind)). For a source that can
+/// only be listed, see [`PollingListWatcher`](crate::PollingListWatcher).
 ///
 /// # Examples
-/// A source of two fixed objects whose watch never reports a change:
+/// A source of two fixed objects whose watch never reports a change, behind an informer run by
+/// `tokio::spawn`:
 /// ```
 /// use futures::stream::{self, StreamExt};
 /// use kcache_core::{Object, ResourceVersion};
+/// use kcache_informer::SharedIndexInformer;
 /// use kcache_reflector::{
 ///     BackendError, ErrorKind, ListOptions, ListPage, ListWatch, ListWatcher, WatchOptions,
 ///     WatchStream,
 /// };
 /// use std::sync::Arc;
+/// use std::time::Duration;
 ///
 /// struct Job { name: String }
 /// impl Object for Job {
@@ -38,6 +43,8 @@ use std::future::Future;
 ///     fn kind(&self) -> ErrorKind { ErrorKind::Retry }
 /// }
 ///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let lw = ListWatch::new(
 ///     |_opts: ListOptions| async {
 ///         let items = ["nightly", "hourly"].map(|n| Arc::new(Job { name: n.into() }));
@@ -51,42 +58,72 @@ use std::future::Future;
 ///         Ok::<WatchStream<Job, Unreachable>, _>(stream::pending().boxed())
 ///     },
 /// );
-///
-/// # futures::executor::block_on(async {
-/// let page = lw.list(&ListOptions::default()).await?;
-/// assert_eq!(page.items.len(), 2);
 /// // Closures cannot tell the source's version without listing (a warm restart relists).
 /// assert_eq!(lw.current_resource_version().await?, None);
-/// # Ok::<(), Unreachable>(())
-/// # }).unwrap();
+///
+/// let informer = Arc::new(SharedIndexInformer::new(lw, Duration::ZERO));
+/// let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+/// let running = informer.clone();
+/// let task = tokio::spawn(async move { running.run(async { let _ = stopped.await; }).await });
+/// assert!(informer.wait_for_cache_sync().await);
+/// assert_eq!(informer.indexer().list().len(), 2);
+/// let _ = stop.send(());
+/// task.await??;
+/// # Ok(())
+/// # }
 /// ```
 #[doc(alias = "ListFunc")]
 #[doc(alias = "WatchFunc")]
-pub struct ListWatch<L, W> {
-    list: L,
-    watch: W,
+pub struct ListWatch<T, E> {
+    list: ListFn<T, E>,
+    watch: WatchFn<T, E>,
 }
 
-impl<L, W> ListWatch<L, W> {
+/// The boxed list function of a [`ListWatch`].
+type ListFn<T, E> =
+    Box<dyn Fn(ListOptions) -> BoxFuture<'static, Result<ListPage<T>, E>> + Send + Sync>;
+
+/// The boxed watch function of a [`ListWatch`].
+type WatchFn<T, E> =
+    Box<dyn Fn(WatchOptions) -> BoxFuture<'static, Result<WatchStream<T, E>, E>> + Send + Sync>;
+
+impl<T, E> ListWatch<T, E>
+where
+    T: Send + Sync + 'static,
+    E: BackendError,
+{
     /// A `ListWatcher` whose `list` calls `list` and whose `watch` calls `watch`.
-    pub fn new(list: L, watch: W) -> Self {
-        Self { list, watch }
+    ///
+    /// The futures the closures return are boxed here, so `ListWatch<T, E>` names no closure
+    /// or future type: it can be stored in a struct field, and an informer over it can be
+    /// handed to `tokio::spawn` (with the closure types inside, the compiler's check that the
+    /// spawned future is `Send` failed with E0308 "one type is more general than the other",
+    /// a known limitation of rustc's auto-trait checking of async blocks). The box costs one
+    /// allocation per list or watch call, which each do I/O anyway.
+    pub fn new<L, LF, W, WF>(list: L, watch: W) -> Self
+    where
+        L: Fn(ListOptions) -> LF + Send + Sync + 'static,
+        LF: Future<Output = Result<ListPage<T>, E>> + Send + 'static,
+        W: Fn(WatchOptions) -> WF + Send + Sync + 'static,
+        WF: Future<Output = Result<WatchStream<T, E>, E>> + Send + 'static,
+    {
+        Self {
+            list: Box::new(move |opts| list(opts).boxed()),
+            watch: Box::new(move |opts| watch(opts).boxed()),
+        }
     }
 }
 
-impl<L, W> fmt::Debug for ListWatch<L, W> {
+impl<T, E> fmt::Debug for ListWatch<T, E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ListWatch").finish_non_exhaustive()
     }
 }
 
-impl<T, E, L, LF, W, WF> ListWatcher<T> for ListWatch<L, W>
+impl<T, E> ListWatcher<T> for ListWatch<T, E>
 where
+    T: Send + Sync + 'static,
     E: BackendError,
-    L: Fn(ListOptions) -> LF + Send + Sync + 'static,
-    LF: Future<Output = Result<ListPage<T>, E>> + Send,
-    W: Fn(WatchOptions) -> WF + Send + Sync + 'static,
-    WF: Future<Output = Result<WatchStream<T, E>, E>> + Send,
 {
     type Error = E;
 
