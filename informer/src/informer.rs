@@ -36,6 +36,8 @@ pub(crate) struct Setup<T, E> {
     pub(crate) transform: Option<Transform<T>>,
     pub(crate) watch_error_handler: Option<WatchErrorHandler<E>>,
     pub(crate) reflector: ReflectorTuning,
+    #[cfg(feature = "snapshot")]
+    pub(crate) restore: Option<crate::restore::Restore<T>>,
 }
 
 /// One list+watch of a source, cached in an indexer and fanned out to any number of handlers:
@@ -104,6 +106,9 @@ where
             fifo: Mutex::new(None),
             peak_rv: Mutex::new(None),
             stop_requested: StopHandle::new(),
+            catch_up: Mutex::new(None),
+            #[cfg(feature = "snapshot")]
+            restore_outcome: Mutex::new(crate::restore::RestoreOutcome::NotAttempted),
         };
         Self {
             shared: Arc::new(shared),
@@ -112,6 +117,8 @@ where
                 transform: None,
                 watch_error_handler: None,
                 reflector: options.reflector,
+                #[cfg(feature = "snapshot")]
+                restore: options.restore,
             })),
             default_resync: options.resync_period,
         }
@@ -328,6 +335,14 @@ where
     /// The informer's name.
     pub fn name(&self) -> &str {
         &self.shared.name
+    }
+
+    /// How the restore from a snapshot went (feature `snapshot`; see
+    /// [`InformerOptions::restore_from`]): [`NotAttempted`](crate::snapshot::RestoreOutcome::NotAttempted)
+    /// without one or before `run` reached it.
+    #[cfg(feature = "snapshot")]
+    pub fn restore_outcome(&self) -> crate::snapshot::RestoreOutcome {
+        self.shared.restore_outcome.lock().clone()
     }
 }
 

@@ -147,6 +147,8 @@ mod reader;
 mod registration;
 #[cfg(not(kcache_loom))]
 mod replace_all;
+#[cfg(all(feature = "snapshot", not(kcache_loom)))]
+mod restore;
 mod resync;
 #[cfg(not(kcache_loom))]
 mod run;

@@ -31,6 +31,8 @@ pub struct InformerOptions<T> {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) metrics: Option<Arc<dyn InformerMetricsProvider>>,
     pub(crate) reflector: ReflectorTuning,
+    #[cfg(feature = "snapshot")]
+    pub(crate) restore: Option<crate::restore::Restore<T>>,
 }
 
 /// The reflector settings an informer passes through (each `None`: the reflector's default).
@@ -55,6 +57,8 @@ impl<T> InformerOptions<T> {
             clock: Arc::new(SystemClock),
             metrics: None,
             reflector: ReflectorTuning::default(),
+            #[cfg(feature = "snapshot")]
+            restore: None,
         }
     }
 
@@ -144,6 +148,27 @@ impl<T> InformerOptions<T> {
         self
     }
 
+    /// Starts warm from the snapshot in `file` (feature `snapshot`; kcache only, client-go
+    /// always starts cold): `run` fills the cache from it in one step, hands the handlers its
+    /// objects as initial adds, and watches from its resource version, so only the changes made
+    /// since arrive from the source. A missing or refused snapshot (another type, another format
+    /// version, a bad checksum, a truncated file, older than the file's
+    /// [`max_age`](crate::snapshot::SnapshotFile::max_age)), or a source that cannot report its
+    /// current version, is logged and counted by the file's metrics, and the informer lists as
+    /// without it. See the [`snapshot`](crate::snapshot) module for when a restored informer
+    /// reports synced, and [`CacheSnapshots`](crate::snapshot::CacheSnapshots) to write the
+    /// snapshots.
+    #[cfg(feature = "snapshot")]
+    #[must_use]
+    pub fn restore_from<C>(mut self, file: crate::snapshot::SnapshotFile<T, C>) -> Self
+    where
+        T: 'static,
+        C: crate::snapshot::SnapshotCodec<T> + 'static,
+    {
+        self.restore = Some(crate::restore::Restore(Arc::new(file)));
+        self
+    }
+
     /// Seeds the reflector's jitter and watch-timeout randomness (reproducible tests).
     #[must_use]
     pub fn seed(mut self, seed: u64) -> Self {
@@ -167,6 +192,6 @@ impl<T> fmt::Debug for InformerOptions<T> {
             .field("clock", &self.clock)
             .field("metrics", &self.metrics.is_some())
             .field("reflector", &self.reflector)
-            .finish()
+            .finish_non_exhaustive()
     }
 }

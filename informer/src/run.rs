@@ -141,6 +141,19 @@ where
         if let Some(objects) = tuning.max_list_objects {
             builder = builder.max_list_objects(objects);
         }
+        // A restore from a snapshot runs before the reflector (it decides where the reflector
+        // starts); a stop meanwhile ends the run.
+        #[cfg_attr(not(feature = "snapshot"), allow(unused_mut))]
+        let mut stop = pin!(stop);
+        #[cfg(feature = "snapshot")]
+        if let Some(restore) = setup.restore {
+            let restoring = pin!(crate::restore::restore(&shared, &*self.lw, &fifo, restore));
+            match select(restoring, stop.as_mut()).await {
+                Either::Left((Some(rv), _)) => builder = builder.resume_from(rv),
+                Either::Left((None, _)) => {}
+                Either::Right(((), _)) => return Ok(()),
+            }
+        }
         let reflector = builder
             .name(shared.name.to_string())
             .clock(shared.clock.clone())

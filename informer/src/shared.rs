@@ -43,6 +43,12 @@ pub(crate) struct Shared<T, M> {
     pub(crate) peak_rv: Mutex<Option<ResourceVersion>>,
     /// Set by the informer's [`StopHandle`]s.
     pub(crate) stop_requested: StopHandle,
+    /// A cache restored from a snapshot must reach this version (the source's as of the
+    /// restore) before the informer reports synced; cleared once it has.
+    pub(crate) catch_up: Mutex<Option<ResourceVersion>>,
+    /// How the restore from a snapshot went.
+    #[cfg(all(feature = "snapshot", not(kcache_loom)))]
+    pub(crate) restore_outcome: Mutex<crate::restore::RestoreOutcome>,
 }
 
 /// The sink's signal to the pop loop after a direct apply. Raising an already raised signal
@@ -78,13 +84,34 @@ impl<T, M> Shared<T, M> {
     /// The informer's flag goes up first: a registration's `has_synced` promises the informer's
     /// (a controller's workers wait on their registration, then read the informer's cache), so
     /// no handler may be marked synced while the informer still reports it is not.
+    ///
+    /// A cache restored from a snapshot is not synced before its applied version reached the
+    /// source's version as of the restore (see the `restore` module).
     pub(crate) fn set_synced(&self) {
-        if self.lifecycle.borrow().synced {
+        if self.lifecycle.borrow().synced || !self.caught_up() {
             return;
         }
         self.lifecycle.send_modify(|l| l.synced = true);
         self.processor.lock().set_synced();
         tracing::debug!(informer = %self.name, "informer synced");
+    }
+
+    /// Whether a restored cache has caught up (always true without a restore): its applied
+    /// version is at least the target, both decimal.
+    fn caught_up(&self) -> bool {
+        let mut target = self.catch_up.lock();
+        let Some(t) = target.as_ref() else {
+            return true;
+        };
+        let applied = self.applied_rv.borrow().clone();
+        let reached = crate::run::decimal(applied.as_str())
+            .zip(crate::run::decimal(t.as_str()))
+            .is_some_and(|(a, t)| crate::run::cmp_decimal(a, t) != std::cmp::Ordering::Less);
+        if reached {
+            tracing::info!(informer = %self.name, target = %t, %applied, "restored cache caught up with the source");
+            *target = None;
+        }
+        reached
     }
 
     /// Stops the fan-out: every handler's buffer is closed, waiters are released.

@@ -13,7 +13,44 @@
 //! own version (that of its last write) under one read lock; if the cache's version is not past
 //! V, no write newer than V happened in between and the capture is taken at V. Otherwise the
 //! cache is mid-change and the capture waits for the next publication.
+//!
+//! # Restoring (warm restart)
+//! An informer built with
+//! [`InformerOptions::restore_from`](crate::InformerOptions::restore_from) starts warm (kcache
+//! only: client-go, controller-runtime and kube-runtime always list). When
+//! [`run`](crate::SharedIndexInformer::run) starts, before the reflector does:
+//! 1. the source is asked for its current resource version `T`
+//!    ([`ListWatcher::current_resource_version`]); a source that cannot tell (or fails to, or
+//!    whose versions are not decimal) gets the cold path;
+//! 2. the snapshot is loaded and checked (see [`SnapshotFile::load`]); a refusal is logged and
+//!    counted by the file's metrics, and the informer lists as without a snapshot. A snapshot
+//!    newer than `T` is not used either ([`RefusalReason::AheadOfSource`]);
+//! 3. the snapshot's objects enter the informer's queue as one list (a `ReplacedAll` entry): the
+//!    cache and its indexes are filled in one step no reader sees half done, and every handler
+//!    registered before `run` hears them as initial adds (`is_in_initial_list = true`);
+//! 4. the reflector watches from the snapshot's version `N`
+//!    ([`ReflectorBuilder::resume_from`](kcache_reflector::ReflectorBuilder::resume_from)): the
+//!    changes made while the informer was down arrive as ordinary watch events (adds, updates,
+//!    deletes). If the source says `N` is gone (expired, compacted), the reflector lists at once
+//!    and the list is applied as any relist: snapshot objects it lacks reach the handlers as
+//!    deletions with tombstones ([`DeletedObject::is_final_state_unknown`](crate::DeletedObject::is_final_state_unknown)).
+//!
+//! ## When a restored informer reports synced
+//! [`has_synced`](crate::SharedIndexInformer::has_synced) waits until the cache has applied
+//! every event of the source up to a version at least `T`: the informer's applied version (the
+//! one [`wait_for_resource_version`](crate::SharedIndexInformer::wait_for_resource_version)
+//! waits on) has reached `T`. That version moves with each event applied *and with each
+//! bookmark* the watch delivers, which matters for a source whose versions count more than the
+//! watched objects: etcd's revision is store-wide, so no event under the informer's prefix may
+//! ever carry `T` itself. kcache-etcd turns etcd's watch progress notifications into bookmarks
+//! (sent only to a watcher that has delivered everything up to their revision), so a quiet
+//! prefix reports synced at the first progress notification after `T`; etcd sends them every
+//! `--experimental-watch-progress-notify-interval` (10 minutes by default: lower it on servers
+//! whose informers restart warm, or the first change under the prefix does it). After the
+//! expired-version fallback, the relist (a list of the source's current state) or the watch
+//! after it reaches `T`.
 
+pub use crate::restore::RestoreOutcome;
 pub use kcache_snapshot::*;
 
 use crate::shared::Shared;

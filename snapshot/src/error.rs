@@ -122,7 +122,9 @@ impl LoadError {
     }
 }
 
-/// Why a snapshot was not loaded, without the details: one label per [`LoadError`] variant.
+/// Why a snapshot was not loaded (or not used), without the details: one label per
+/// [`LoadError`] variant, plus the reasons a restoring informer turns a valid snapshot down
+/// ([`NoSourceVersion`](Self::NoSourceVersion), [`AheadOfSource`](Self::AheadOfSource)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum RefusalReason {
@@ -146,11 +148,17 @@ pub enum RefusalReason {
     TooOld,
     /// [`LoadError::Decode`].
     Decode,
+    /// The source cannot report its current resource version (or failed to, or the versions
+    /// cannot be ordered), so nobody could tell when a restored cache has caught up: not used.
+    NoSourceVersion,
+    /// The snapshot's resource version is newer than the source's current one (a source
+    /// restored from a backup, or another source): not used.
+    AheadOfSource,
 }
 
 impl RefusalReason {
     /// Every reason, in declaration order.
-    pub const ALL: [RefusalReason; 10] = [
+    pub const ALL: [RefusalReason; 12] = [
         RefusalReason::Missing,
         RefusalReason::Io,
         RefusalReason::NotASnapshot,
@@ -161,6 +169,8 @@ impl RefusalReason {
         RefusalReason::WrongType,
         RefusalReason::TooOld,
         RefusalReason::Decode,
+        RefusalReason::NoSourceVersion,
+        RefusalReason::AheadOfSource,
     ];
 
     /// A snake_case label, for a metric's `reason` label.
@@ -176,6 +186,8 @@ impl RefusalReason {
             RefusalReason::WrongType => "wrong_type",
             RefusalReason::TooOld => "too_old",
             RefusalReason::Decode => "decode",
+            RefusalReason::NoSourceVersion => "no_source_version",
+            RefusalReason::AheadOfSource => "ahead_of_source",
         }
     }
 

@@ -1,7 +1,7 @@
 //! A snapshot on disk: [`SnapshotFile`] writes atomically and loads with typed refusals.
 
 use crate::format::{self, LoadPolicy, Snapshot, SnapshotHeader};
-use crate::{LoadError, SnapshotCodec, SnapshotMetrics, WriteError};
+use crate::{LoadError, RefusalReason, SnapshotCodec, SnapshotMetrics, WriteError};
 use kcache_core::{Clock, ResourceVersion, SystemClock};
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
@@ -189,6 +189,16 @@ impl<T, C: SnapshotCodec<T>> SnapshotFile<T, C> {
             self.refused(e);
         }
         result
+    }
+
+    /// Reports that a snapshot this file loaded is not used, for `reason` (a caller's decision,
+    /// say [`RefusalReason::NoSourceVersion`]): logged as a warning with `detail`, and counted
+    /// by the metrics as a refusal, like the refusals of [`load`](Self::load).
+    pub fn refuse(&self, reason: RefusalReason, detail: &str) {
+        if let Some(m) = &self.metrics {
+            m.refused(reason);
+        }
+        tracing::warn!(path = %self.path.display(), %reason, detail, "snapshot not used");
     }
 
     fn refused(&self, e: &LoadError) {
