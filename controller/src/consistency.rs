@@ -104,9 +104,11 @@ pub(crate) enum Freshness {
 /// sees, say to an object outside its selector, must not stall the key for good); then it is
 /// reconciled anyway, with a warning.
 ///
-/// Only keys with recorded writes are ever held back. Resource versions stay opaque here: the
-/// informer judges them with its own ordering
-/// ([`wait_for_resource_version`](SharedIndexInformer::wait_for_resource_version)).
+/// Only keys with recorded writes are ever held back. Whether a cache has reached a version is
+/// the informer's [`wait_for_resource_version`](SharedIndexInformer::wait_for_resource_version),
+/// which orders versions as decimal integers
+/// ([`ResourceVersion::cmp_decimal`](kcache_core::ResourceVersion::cmp_decimal)): a version that
+/// is not one is refused at [`WriteTracker::record`] ([`ConsistencyError::Unordered`]).
 ///
 /// # Examples
 /// ```

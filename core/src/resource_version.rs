@@ -1,15 +1,21 @@
 //! `ResourceVersion`: an opaque version string from the source of truth.
 
 use crate::inline_text::InlineText;
+use std::cmp::Ordering;
 use std::fmt;
 use std::sync::Arc;
 
 /// An opaque resource version, as a backend reports it (Kubernetes `metadata.resourceVersion`,
 /// an etcd `mod_revision`, the in-memory source's counter).
 ///
-/// Cheap to clone. Generic code never orders resource versions (Kubernetes declares them opaque);
-/// a backend that knows more may parse its own. The empty version means "not set" / "most recent",
-/// and `"0"` means "any version" in a list request, as in Kubernetes.
+/// Cheap to clone. The pipeline (reflector, queues, cache) treats versions as opaque, as
+/// Kubernetes declares them: it stores them, compares them for equality (an object whose version
+/// is unchanged is unchanged) and hands them back to the source to resume from; it never orders
+/// them. The features that must know whether one version is newer than another (an informer's
+/// read-your-writes wait, the controller's consistency store, a snapshot's consistency check)
+/// order them through [`cmp_decimal`](Self::cmp_decimal) only, which answers only for decimal
+/// integers (kcache-memory's, etcd's and Kubernetes' versions are). The empty version means
+/// "not set" / "most recent", and `"0"` means "any version" in a list request, as in Kubernetes.
 ///
 /// # Examples
 /// ```
@@ -61,6 +67,45 @@ impl ResourceVersion {
     pub fn is_empty(&self) -> bool {
         matches!(self.0, Repr::Empty)
     }
+
+    /// Orders `self` and `other` as decimal integers of any length, when both are one: a
+    /// non-empty run of ASCII digits (no sign, no spaces; leading zeros do not count). `None`
+    /// when either is not (an empty version included): such versions have no order kcache knows.
+    ///
+    /// This is the only ordering kcache applies to versions (see the type's documentation).
+    ///
+    /// # Examples
+    /// ```
+    /// use kcache_core::ResourceVersion;
+    /// use std::cmp::Ordering;
+    ///
+    /// let rv = ResourceVersion::from;
+    /// assert_eq!(rv("9").cmp_decimal(&rv("10")), Some(Ordering::Less));
+    /// assert_eq!(rv("007").cmp_decimal(&rv("7")), Some(Ordering::Equal));
+    /// assert_eq!(rv("h3f").cmp_decimal(&rv("7")), None);
+    /// assert_eq!(rv("+7").cmp_decimal(&rv("7")), None);
+    /// ```
+    pub fn cmp_decimal(&self, other: &Self) -> Option<Ordering> {
+        let (a, b) = (
+            decimal_digits(self.as_str())?,
+            decimal_digits(other.as_str())?,
+        );
+        Some(a.len().cmp(&b.len()).then_with(|| a.cmp(b)))
+    }
+
+    /// Whether the version is a decimal integer, which [`cmp_decimal`](Self::cmp_decimal) can
+    /// order.
+    pub fn is_decimal(&self) -> bool {
+        decimal_digits(self.as_str()).is_some()
+    }
+}
+
+/// `s` without its leading zeros, if it is a non-empty run of ASCII digits.
+fn decimal_digits(s: &str) -> Option<&str> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some(s.trim_start_matches('0'))
 }
 
 impl PartialEq for ResourceVersion {
@@ -186,6 +231,43 @@ mod tests {
             ResourceVersion::from(Arc::<str>::from("")),
             ResourceVersion::default()
         );
+    }
+
+    #[test]
+    fn decimal_versions_are_ordered_by_value_at_any_length_and_others_not_at_all() {
+        let rv = ResourceVersion::from;
+        let long = "1".repeat(40);
+        for (a, b, want) in [
+            ("1", "2", Some(Ordering::Less)),
+            ("10", "9", Some(Ordering::Greater)),
+            ("0", "000", Some(Ordering::Equal)),
+            ("0042", "42", Some(Ordering::Equal)),
+            (
+                "18446744073709551616",
+                "18446744073709551615",
+                Some(Ordering::Greater),
+            ),
+            (
+                long.as_str(),
+                "99999999999999999999",
+                Some(Ordering::Greater),
+            ),
+            ("", "1", None),
+            ("1", "", None),
+            ("+1", "1", None),
+            (" 1", "1", None),
+            ("1a", "1", None),
+            ("h0001", "h0002", None),
+            ("١", "1", None), // a non-ASCII digit
+        ] {
+            assert_eq!(rv(a).cmp_decimal(&rv(b)), want, "{a:?} vs {b:?}");
+            assert_eq!(
+                rv(b).cmp_decimal(&rv(a)),
+                want.map(Ordering::reverse),
+                "{b:?} vs {a:?}"
+            );
+            assert_eq!(rv(a).is_decimal() && rv(b).is_decimal(), want.is_some());
+        }
     }
 
     #[test]

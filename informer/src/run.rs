@@ -199,8 +199,8 @@ where
     /// buffer) holds it or something newer.
     ///
     /// Resource versions are opaque in general; this form orders them as decimal integers of any
-    /// length (ASCII digits only: no sign, no spaces; kcache-memory, etcd and Kubernetes' current
-    /// servers all qualify). For other sources use
+    /// length ([`ResourceVersion::cmp_decimal`]: ASCII digits only, no sign, no spaces;
+    /// kcache-memory, etcd and Kubernetes' current servers all qualify). For other sources use
     /// [`wait_for_resource_version_by`](Self::wait_for_resource_version_by).
     ///
     /// The cache's version advances each time the informer has applied everything the source
@@ -216,17 +216,19 @@ where
         &self,
         rv: &ResourceVersion,
     ) -> Result<(), ResourceVersionError> {
-        let Some(target) = decimal(rv.as_str()) else {
+        if !rv.is_decimal() {
             return Err(ResourceVersionError::NotNumeric(rv.clone()));
-        };
+        }
         // A version once reached stays reached: the highest version the cache ever reached
         // counts too, should the source's versions later go down (a restored source relisted).
         let peak = &self.shared.peak_rv;
-        let reached =
-            |v: &str| decimal(v).is_some_and(|a| cmp_decimal(a, target) != Ordering::Less);
+        let reached = |v: &ResourceVersion| {
+            v.cmp_decimal(rv)
+                .is_some_and(|order| order != Ordering::Less)
+        };
         self.wait_for_resource_version_by(rv, |applied, _| {
-            let peak_reached = peak.lock().as_ref().is_some_and(|p| reached(p.as_str()));
-            if reached(applied.as_str()) || peak_reached {
+            let peak_reached = peak.lock().as_ref().is_some_and(reached);
+            if reached(applied) || peak_reached {
                 Ordering::Equal
             } else {
                 Ordering::Less
@@ -270,19 +272,6 @@ where
             }
         }
     }
-}
-
-/// `s` without its leading zeros, if it is a non-empty run of ASCII digits.
-pub(crate) fn decimal(s: &str) -> Option<&str> {
-    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    Some(s.trim_start_matches('0'))
-}
-
-/// Orders two decimals without leading zeros (from [`decimal`]), of any length.
-pub(crate) fn cmp_decimal(a: &str, b: &str) -> Ordering {
-    a.len().cmp(&b.len()).then_with(|| a.cmp(b))
 }
 
 /// What [`SharedIndexInformer::claim`] takes for the run: the resync check period, the setup,

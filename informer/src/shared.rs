@@ -151,11 +151,12 @@ impl<T, M> Shared<T, M> {
             *published = seq;
         }
         self.metrics.set_store_rv(received.as_str());
-        if let Some(new) = crate::run::decimal(received.as_str()) {
+        if received.is_decimal() {
             let mut peak = self.peak_rv.lock();
             let higher = peak.as_ref().is_none_or(|p| {
-                crate::run::decimal(p.as_str())
-                    .is_none_or(|p| crate::run::cmp_decimal(new, p) == std::cmp::Ordering::Greater)
+                received
+                    .cmp_decimal(p)
+                    .is_none_or(|order| order == std::cmp::Ordering::Greater)
             });
             if higher {
                 *peak = Some(received.clone());

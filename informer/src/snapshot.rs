@@ -320,19 +320,15 @@ where
     }
 }
 
-/// Whether the cache's version `cached` is not past `applied`: equal, or both numeric and not
-/// greater. An empty `cached` (nothing written since the last list) is not past anything.
+/// Whether the cache's version `cached` is not past `applied`: equal, or both decimal and not
+/// greater ([`ResourceVersion::cmp_decimal`]). An empty `cached` (nothing written since the last
+/// list) is not past anything.
 fn not_past(cached: &ResourceVersion, applied: &ResourceVersion) -> bool {
-    if cached.is_empty() || cached == applied {
-        return true;
-    }
-    match (
-        cached.as_str().parse::<u64>(),
-        applied.as_str().parse::<u64>(),
-    ) {
-        (Ok(c), Ok(a)) => c <= a,
-        _ => false,
-    }
+    cached.is_empty()
+        || cached == applied
+        || cached
+            .cmp_decimal(applied)
+            .is_some_and(|order| order != std::cmp::Ordering::Greater)
 }
 
 impl<T, M, C: fmt::Debug> fmt::Debug for CacheSnapshots<T, M, C> {
@@ -359,5 +355,11 @@ mod tests {
         assert!(!not_past(&rv("11"), &rv("10")));
         assert!(not_past(&rv("x"), &rv("x")));
         assert!(!not_past(&rv("x"), &rv("y")));
+        // Ordered as ResourceVersion::cmp_decimal orders: any length, no sign.
+        assert!(not_past(
+            &rv("99999999999999999999"),
+            &rv("100000000000000000000")
+        ));
+        assert!(!not_past(&rv("+3"), &rv("5")));
     }
 }
