@@ -93,7 +93,7 @@ where
     };
     // The source's version first: if it cannot tell, the snapshot is not even read.
     let target = match lw.current_resource_version().await {
-        Ok(Some(t)) if crate::run::decimal(t.as_str()).is_some() => t,
+        Ok(Some(t)) if t.is_decimal() => t,
         Ok(Some(t)) => {
             let detail = format!("the source's resource version {t} is not a decimal number");
             loader.refuse(RefusalReason::NoSourceVersion, &detail);
@@ -118,9 +118,7 @@ where
         Err(e) => return cold(e.reason()),
     };
     let rv = snapshot.header.resource_version.clone();
-    let ordered = crate::run::decimal(rv.as_str())
-        .zip(crate::run::decimal(target.as_str()))
-        .map(|(n, t)| crate::run::cmp_decimal(n, t));
+    let ordered = rv.cmp_decimal(&target);
     match ordered {
         None => {
             let detail = format!("the snapshot's resource version {rv} is not a decimal number");

@@ -104,9 +104,9 @@ impl<T, M> Shared<T, M> {
             return true;
         };
         let applied = self.applied_rv.borrow().clone();
-        let reached = crate::run::decimal(applied.as_str())
-            .zip(crate::run::decimal(t.as_str()))
-            .is_some_and(|(a, t)| crate::run::cmp_decimal(a, t) != std::cmp::Ordering::Less);
+        let reached = applied
+            .cmp_decimal(t)
+            .is_some_and(|order| order != std::cmp::Ordering::Less);
         if reached {
             tracing::info!(informer = %self.name, target = %t, %applied, "restored cache caught up with the source");
             *target = None;
