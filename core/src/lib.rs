@@ -12,6 +12,8 @@
 //!   types you do not own; [`MetaMut`] / [`SetResourceVersion`]: how a source stamps the version
 //!   it assigns into an object.
 //! - [`ReflectorStore`] / [`KnownObjects`]: the traits between a reflector and the stores it feeds.
+//! - [`health`]: named health and readiness checks composed into one report, for whoever serves
+//!   `/healthz` and `/readyz` (the other crates implement [`health::HealthCheck`] for their state).
 //! - [`sync`]: the loom-aware synchronization shim (`--cfg kcache_loom` swaps in loom's types).
 //!
 //! # Examples
@@ -33,6 +35,7 @@
 //! ```
 
 mod clock;
+pub mod health;
 mod inline_text;
 mod key;
 mod key_text;

@@ -2,6 +2,7 @@
 
 use crate::status::LeaderStatus;
 use crate::sync::Mutex;
+use kcache_core::health::{CheckError, HealthCheck};
 use std::fmt;
 use std::time::Duration;
 
@@ -30,7 +31,9 @@ pub struct HealthCheckError {
 /// that has not read the lease yet, and before an election is attached.
 ///
 /// It serves nothing itself: call [`check`](Self::check) from the `/healthz` (or liveness)
-/// handler of your HTTP server. It can be created before the elector exists (a server is often
+/// handler of your HTTP server, or add it to the
+/// [`HealthChecks`](kcache_core::health::HealthChecks) that handler runs (it implements
+/// [`HealthCheck`], named `leaderElection`, failing with a [`HealthCheckError`]). It can be created before the elector exists (a server is often
 /// set up first) and attached later with [`set_leader_election`](Self::set_leader_election).
 /// [`LeaderStatus::check`] is the same check without the indirection.
 ///
@@ -105,6 +108,15 @@ impl LeaderHealthCheck {
             Some(status) => status.check(self.tolerance),
             None => Ok(()),
         }
+    }
+}
+
+impl HealthCheck for LeaderHealthCheck {
+    fn name(&self) -> &str {
+        LeaderHealthCheck::name(self)
+    }
+    fn check(&self) -> Result<(), CheckError> {
+        LeaderHealthCheck::check(self).map_err(CheckError::from)
     }
 }
 

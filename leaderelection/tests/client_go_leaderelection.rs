@@ -879,3 +879,52 @@ async fn the_health_check_stays_healthy_while_a_running_leader_renews() {
     settle().await;
     run.await.expect("no panic");
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_running_leader_that_stops_renewing_fails_the_composed_healthz_report() {
+    use kcache_core::health::HealthChecks;
+    use kcache_leaderelection::HealthCheckError;
+    let clock = FakeClock::new();
+    let config = LeaderElectionConfig::new()
+        .lease_duration(Duration::from_secs(2))
+        .renew_deadline(Duration::from_secs(1))
+        .retry_period(Duration::from_millis(100))
+        .jitter_factor(0.0)
+        .name("demo");
+    let lock = InProcessLock::new("replica-a");
+    let (e, _) = elector(lock.clone(), config, &clock);
+    let e = Arc::new(e);
+    let health = Arc::new(LeaderHealthCheck::new(Duration::from_secs(1)));
+    health.set_leader_election(e.status());
+    let healthz = HealthChecks::new()
+        .with_fn("ping", || Ok(()))
+        .with(health.clone());
+    let (stop, _) = watch::channel(false);
+    let run = spawn_run(e.clone(), &stop);
+    settle().await;
+    assert!(e.status().is_leader());
+    assert!(healthz.check().is_ok());
+
+    // The store stops taking renewals: 3 s (lease 2 s + tolerance 1 s) after the last one, the
+    // report fails on `leaderElection` alone, with the leader-election crate's typed error.
+    lock.set_available(false);
+    let start = clock.now();
+    while clock.now() - start <= Duration::from_secs(3) {
+        assert!(healthz.check().is_ok(), "at {:?}", clock.now() - start);
+        clock.advance(Duration::from_millis(50));
+        settle().await;
+    }
+    let report = healthz.check();
+    assert!(!report.is_ok());
+    let failed: Vec<_> = report.failed().map(|r| r.name()).collect();
+    assert_eq!(failed, ["leaderElection"]);
+    let error = report.get("leaderElection").and_then(|r| r.error());
+    let typed = error.and_then(|e| e.downcast_ref::<HealthCheckError>());
+    assert_eq!(typed.map(|e| e.identity.as_str()), Some("replica-a"));
+    assert!(report
+        .to_string()
+        .contains("[-]leaderElection failed: leader election \"demo\": replica-a holds the lease"));
+    let _ = stop.send(true);
+    settle().await;
+    run.await.expect("no panic");
+}
