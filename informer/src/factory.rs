@@ -1,7 +1,9 @@
 //! [`InformerFactory`]: one shared informer per (source name, type), started and stopped together.
 
 use crate::error::InformerError;
+use crate::health::CacheSyncCheck;
 use crate::informer::SharedIndexInformer;
+use crate::registration::HasSynced;
 use crate::sync::Mutex;
 use futures::future::BoxFuture;
 use kcache_core::Meta;
@@ -40,6 +42,19 @@ trait Managed: Send + Sync {
         stop: BoxFuture<'static, ()>,
     ) -> BoxFuture<'static, Result<(), InformerError>>;
     fn wait_synced(&self) -> BoxFuture<'_, bool>;
+    fn has_synced(&self) -> bool;
+}
+
+/// A factory's informer seen as a [`HasSynced`] (for [`CacheSyncCheck`]).
+struct Synced(Arc<dyn Managed>);
+
+impl HasSynced for Synced {
+    fn has_synced(&self) -> bool {
+        self.0.has_synced()
+    }
+    fn wait_synced(&self) -> BoxFuture<'_, bool> {
+        self.0.wait_synced()
+    }
 }
 
 impl<T, L, M> Managed for SharedIndexInformer<T, L, M>
@@ -56,6 +71,9 @@ where
     }
     fn wait_synced(&self) -> BoxFuture<'_, bool> {
         Box::pin(self.wait_for_cache_sync())
+    }
+    fn has_synced(&self) -> bool {
+        SharedIndexInformer::has_synced(self)
     }
 }
 
@@ -253,6 +271,20 @@ impl InformerFactory {
             }
         }
         Ok(())
+    }
+
+    /// A readiness check of every informer obtained so far, each under its name in the factory:
+    /// it passes once all of them have synced (see [`CacheSyncCheck`]). Informers obtained
+    /// after this call are not in it; build the check once the program has asked for all it
+    /// uses.
+    pub fn sync_check(&self) -> CacheSyncCheck {
+        let state = self.state.lock();
+        state
+            .entries
+            .iter()
+            .fold(CacheSyncCheck::new(), |check, e| {
+                check.with(e.name.clone(), Arc::new(Synced(e.managed.clone())))
+            })
     }
 
     /// Stops every informer and waits until each has returned (client-go's `Shutdown`); the

@@ -19,6 +19,8 @@
 //! - A controller waits for several informers and handlers with [`wait_for_cache_sync`], reads
 //!   listers, and after its own writes waits with
 //!   [`wait_for_resource_version`](SharedIndexInformer::wait_for_resource_version).
+//! - `/readyz`: a [`CacheSyncCheck`] (or [`InformerFactory::sync_check`]) reports which caches
+//!   have not synced yet, as a `kcache_core::health::HealthCheck`.
 //!
 //! # The rules (client-go 1.36's in-order informers, with the differences marked)
 //! - Events reach the cache and the handlers in the order the source sent them: the informer's
@@ -135,6 +137,7 @@ mod event;
 mod factory;
 mod filtering;
 mod handler;
+mod health;
 #[cfg(not(kcache_loom))]
 mod informer;
 mod listener;
@@ -174,6 +177,7 @@ pub use event::{DeletedObject, Event};
 pub use factory::{FactoryError, InformerFactory};
 pub use filtering::FilteringHandler;
 pub use handler::{HandlerFuncs, ResourceEventHandler};
+pub use health::{CacheSyncCheck, NotSyncedError};
 #[cfg(not(kcache_loom))]
 pub use informer::{SharedIndexInformer, WatchErrorHandler};
 #[cfg(feature = "prometheus")]

@@ -232,3 +232,69 @@ fn factory_errors_are_send_sync_static() {
     fn assert_error<E: std::error::Error + Send + Sync + 'static>() {}
     assert_error::<FactoryError>();
 }
+
+/// `/readyz` over a factory: not ready (naming the informer that has not synced) until every
+/// informer obtained so far has its first list in the cache.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sync_check_names_the_informers_not_synced_until_all_are() {
+    use kcache_core::health::HealthChecks;
+    use kcache_informer::NotSyncedError;
+    let (clock, src) = source();
+    src.create(Pod::new("web", 1)).unwrap();
+    let failing = FaultInjector::with_clock(
+        src.clone(),
+        FaultPlan {
+            list_error: 1.0,
+            ..FaultPlan::default()
+        },
+        Arc::new(clock.clone()),
+    );
+    let faults = failing.handle();
+    let factory = InformerFactory::new();
+    let pods = factory
+        .informer_for("pods", || new_informer(&clock, &src, "pods"))
+        .unwrap();
+    let flaky = factory
+        .informer_for("flaky-pods", || {
+            SharedIndexInformer::with_options(
+                failing,
+                InformerOptions::new()
+                    .name("flaky")
+                    .clock(Arc::new(clock.clone())),
+            )
+        })
+        .unwrap();
+    let readyz = HealthChecks::new().with(factory.sync_check());
+    let report = readyz.check();
+    assert!(!report.is_ok());
+    let error = report.get("informer-sync").and_then(|r| r.error());
+    let error = error.and_then(|e| e.downcast_ref::<NotSyncedError>());
+    assert_eq!(
+        error.map(|e| e.unsynced.clone()),
+        Some(vec!["pods".to_owned(), "flaky-pods".to_owned()]),
+        "before start, neither has synced"
+    );
+
+    factory.start().unwrap();
+    synced(&pods).await;
+    assert_eq!(factory.sync_check().unsynced(), ["flaky-pods"]);
+    assert_eq!(
+        readyz.check().to_string(),
+        "[-]informer-sync failed: not synced yet: flaky-pods\ncheck failed\n"
+    );
+
+    faults.heal();
+    let mut rounds = 0;
+    while !flaky.has_synced() {
+        rounds += 1;
+        assert!(rounds < 2000, "the healed informer never synced");
+        clock.advance(Duration::from_millis(100));
+        tokio::task::yield_now().await;
+        // A bounded moment for the informer's tasks on the other worker thread.
+        let _ = tokio::time::timeout(Duration::from_millis(2), std::future::pending::<()>()).await;
+    }
+    let report = readyz.check();
+    assert!(report.is_ok(), "{report}");
+    assert_eq!(report.to_string(), "[+]informer-sync ok\ncheck passed\n");
+    factory.shutdown().await;
+}
