@@ -4,6 +4,7 @@ mod builder;
 mod enqueue;
 mod error;
 mod handle;
+mod health;
 mod queue;
 mod resync;
 mod worker;
@@ -11,6 +12,7 @@ mod worker;
 pub use builder::ControllerBuilder;
 pub use error::ControllerError;
 pub use handle::{ControllerHandle, ControllerStats};
+pub use health::{WorkersCheck, WorkersError};
 pub use queue::ControllerQueue;
 
 use handle::Workers;
@@ -234,9 +236,11 @@ impl Controller {
             stop.subscribe(),
         ));
         let tasks = (0..self.workers)
-            .map(|_| {
+            .map(|index| {
                 runtime.spawn(worker::worker_task(
                     self.core.clone(),
+                    index,
+                    health::Running::new(&self.core),
                     gate.clone(),
                     stop.subscribe(),
                     reconcile.clone(),

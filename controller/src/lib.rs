@@ -12,7 +12,9 @@
 //!   the key after the rate limiter's delay (per-key exponential backoff by default, as
 //!   client-go's `DefaultControllerRateLimiter`).
 //! - The [`ControllerHandle`] that `run` returns shows the counters ([`ControllerStats`]) and
-//!   shuts the workers down with a drain.
+//!   shuts the workers down with a drain; its [`workers_check`](ControllerHandle::workers_check)
+//!   is a `/healthz` check ([`WorkersCheck`]) that fails when a worker left or is stuck in one
+//!   reconcile.
 //! - With [`leader_election`](ControllerBuilder::leader_election), workers run only while this
 //!   replica leads; the informers stay warm on standbys.
 //! - With a [`ConsistencyStore`] ([`consistency_store`](ControllerBuilder::consistency_store)),
@@ -90,7 +92,7 @@ pub use consistency::{
 #[cfg(not(kcache_loom))]
 pub use controller::{
     Action, Controller, ControllerBuilder, ControllerError, ControllerHandle, ControllerQueue,
-    ControllerStats,
+    ControllerStats, WorkersCheck, WorkersError,
 };
 
 /// This crate's README.md, compiled as doctests.

@@ -2,6 +2,7 @@
 
 use super::enqueue::{EnqueueMapped, EnqueueOwn};
 use super::handle::Counters;
+use super::health::WorkerStates;
 use super::queue::ControllerQueue;
 use super::resync::{KeyLister, Resync, DEFAULT_RESYNC_PERIOD};
 use super::worker::Core;
@@ -321,6 +322,7 @@ impl ControllerBuilder {
             clock: self.clock.clone(),
             listers: self.resync_listers,
         };
+        let clock = self.clock.clone();
         let limiter = self
             .limiter
             .unwrap_or_else(|| Box::new(default_controller_rate_limiter_with_clock(self.clock)));
@@ -366,6 +368,8 @@ impl ControllerBuilder {
                 consistency: self.consistency,
                 stale_sync_skips_metric: self.stale_sync_skips_metric,
                 shard: self.shard,
+                clock,
+                workers: WorkerStates::new(self.workers),
             }),
             workers: self.workers,
             synced,

@@ -1,11 +1,13 @@
 //! `ControllerHandle`: a running controller, its counters and its graceful shutdown.
 
+use super::health::WorkersCheck;
 use super::queue::ControllerQueue;
 use super::worker::{Core, Gate, GateState};
 use super::Remover;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::watch;
 
 /// What a controller has done so far (a snapshot of its counters).
@@ -218,6 +220,14 @@ impl ControllerHandle {
     /// (or a watched informer stopped) before every cache synced. No polling.
     pub async fn wait_workers_started(&self) -> bool {
         self.gate.decided().await
+    }
+
+    /// A liveness check of this controller for `/healthz`: it fails once a worker has left,
+    /// the controller is shutting down, or a worker has been inside one reconcile for longer than
+    /// `limit` (see [`WorkersCheck`]). It stays valid after the handle is gone (it then reports
+    /// the shutdown).
+    pub fn workers_check(&self, limit: Duration) -> WorkersCheck {
+        WorkersCheck::new(self.core.clone(), limit)
     }
 
     /// Stops feeding the queue (the event handlers are removed) and ends the wait for sync.

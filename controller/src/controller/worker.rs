@@ -2,13 +2,14 @@
 //! and tasks), and what happens to a key after its reconcile.
 
 use super::handle::Counters;
+use super::health::{Running, WorkerStates};
 use super::resync::{self, Resync};
 use super::Action;
 use crate::consistency::{ConsistencyStore, Freshness};
 use crate::shard::{ShardClaim, ShardGate, Start};
 use futures::future::{select, Either};
 use futures::FutureExt;
-use kcache_core::ObjectKey;
+use kcache_core::{Clock, ObjectKey};
 use kcache_informer::{wait_for_cache_sync, HasSynced};
 use kcache_leaderelection::LeaderGate;
 use kcache_workqueue::metrics::CounterMetric;
@@ -37,6 +38,10 @@ pub(crate) struct Core {
     pub(crate) stale_sync_skips_metric: Option<Arc<dyn CounterMetric>>,
     /// The shard the workers follow, if any: they reconcile only keys it lets them start.
     pub(crate) shard: Option<ShardGate>,
+    /// The controller's clock (how long a reconcile has been running, for the health check).
+    pub(crate) clock: Arc<dyn Clock>,
+    /// Which workers run, and which reconcile each is in.
+    pub(crate) workers: WorkerStates,
 }
 
 /// Whether the workers may start: `Waiting` for the caches, `Open` once they synced, `Closed` if
@@ -154,9 +159,11 @@ where
     E: fmt::Display,
 {
     let (core, gate, mut stop) = (core.clone(), gate.clone(), stop.subscribe());
+    let running = Running::new(&core);
     std::thread::Builder::new()
         .name(format!("{}-worker-{index}", core.name))
         .spawn(move || {
+            let _running = running;
             if !futures::executor::block_on(gate.decided()) {
                 return;
             }
@@ -173,15 +180,21 @@ where
                 if core.skip_if_stale(&key) {
                     continue;
                 }
+                let busy = core.workers.busy(index, &key, core.clock.now());
                 let outcome = catch_unwind(AssertUnwindSafe(|| reconcile(&key)));
+                drop(busy);
                 core.finish(&key, outcome);
                 drop(claim);
             }
         })
 }
 
+/// A worker task; `running` (made before the task is spawned) counts it as running until the
+/// task ends or is dropped.
 pub(crate) async fn worker_task<F, Fut, E>(
     core: Arc<Core>,
+    index: usize,
+    running: Running,
     gate: Gate,
     mut stop: watch::Receiver<bool>,
     reconcile: Arc<F>,
@@ -190,6 +203,7 @@ pub(crate) async fn worker_task<F, Fut, E>(
     Fut: Future<Output = Result<Action, E>> + Send + 'static,
     E: fmt::Display + Send + 'static,
 {
+    let _running = running;
     if !gate.decided().await {
         return;
     }
@@ -211,7 +225,9 @@ pub(crate) async fn worker_task<F, Fut, E>(
         // The call itself runs inside the caught future, so a panic before its first await is
         // caught too.
         let call = async { reconcile(key.clone()).await };
+        let busy = core.workers.busy(index, &key, core.clock.now());
         let outcome = AssertUnwindSafe(call).catch_unwind().await;
+        drop(busy);
         core.finish(&key, outcome);
         drop(claim);
     }
