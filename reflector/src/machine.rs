@@ -287,6 +287,9 @@ impl<T, M: Meta<T>> Machine<T, M> {
             (Phase::OpeningWatch, Input::WatchOpened(res)) => match res {
                 Err(e) if self.resuming && gone(&e) => {
                     self.resuming = false;
+                    // The source said the version is gone: list its most recent state, not
+                    // at that version (client-go's relist after Expired).
+                    self.rv_unavailable = true;
                     self.start_list(Some(ReflectorError::WatchOpen(e)))
                 }
                 Ok(()) => {
@@ -334,6 +337,7 @@ impl<T, M: Meta<T>> Machine<T, M> {
             }
             (Phase::Watching, Input::WatchFailed(e)) if self.resuming && gone(&e) => {
                 self.resuming = false;
+                self.rv_unavailable = true;
                 self.start_list(Some(ReflectorError::Watch(e)))
             }
             (Phase::Watching, Input::WatchFailed(e)) => {

@@ -72,7 +72,11 @@ async fn lists_at_once_when(gone: impl FnOnce(&Scripted)) {
     handle.stop();
     task.await.unwrap();
     assert_eq!(lw.watch_rvs(), ["10", "25"]);
-    assert_eq!(lw.list_rvs().len(), 1);
+    assert_eq!(
+        lw.list_rvs(),
+        [""],
+        "the most recent state, not the gone version"
+    );
     assert_eq!(store.calls(), ["replace 1 @25"]);
 }
 
