@@ -1,6 +1,7 @@
 //! [`ReflectorBuilder`]: the reflector's options.
 
 use crate::backoff::BackoffConfig;
+use crate::defaults::DEFAULT_MIN_WATCH_TIMEOUT;
 use crate::handle::Shared;
 use crate::machine::{Config, ListLimits};
 use crate::reflector::{Hook, Reflector, ShouldResync};
@@ -10,23 +11,6 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// The page size of lists when none is set (client-go's pager); see
-/// [`ReflectorBuilder::page_size`] for when lists are not paged.
-pub const DEFAULT_PAGE_SIZE: u32 = 500;
-
-/// The default minimum watch timeout (client-go: 5 minutes; each watch asks for a random timeout
-/// between this and twice this).
-pub const DEFAULT_MIN_WATCH_TIMEOUT: Duration = Duration::from_secs(300);
-
-/// The default bound on the pages of one list: at 500 objects a page, 50 million objects, far
-/// above any real collection. A list that goes on longer is abandoned and reported
-/// ([`BadInput::ListTooLong`](crate::BadInput::ListTooLong)).
-pub const DEFAULT_MAX_LIST_PAGES: u64 = 100_000;
-
-/// The default bound on the objects of one list (or streaming list): 10 million, far above any
-/// real collection (Kubernetes' tested limit is 150,000 pods in a whole cluster).
-pub const DEFAULT_MAX_LIST_OBJECTS: usize = 10_000_000;
 
 /// Builds a [`Reflector`]: `Reflector::builder(lister_watcher, store)`, options, then
 /// [`ReflectorBuilder::build`].
@@ -177,18 +161,20 @@ where
     /// The list page size; `0` lists everything in one request.
     ///
     /// Without it the reflector follows client-go's rule: the first list (resource version
-    /// `"0"`) and lists at `""` go in pages of [`DEFAULT_PAGE_SIZE`]; a relist at a known
-    /// version goes in one request, so a source with a watch cache (a Kubernetes apiserver)
-    /// can answer it from memory; but if the `"0"` list came back in several pages (the source
-    /// has no such cache), every later list is paged too. A set size applies to every list.
+    /// `"0"`) and lists at `""` go in pages of [`DEFAULT_PAGE_SIZE`](crate::DEFAULT_PAGE_SIZE);
+    /// a relist at a known version goes in one request, so a source with a watch cache (a
+    /// Kubernetes apiserver) can answer it from memory; but if the `"0"` list came back in several
+    /// pages (the source has no such cache), every later list is paged too. A set size applies to
+    /// every list.
     pub fn page_size(mut self, size: u32) -> Self {
         self.config.page_size = Some(size);
         self
     }
 
-    /// The most pages one list may take (default [`DEFAULT_MAX_LIST_PAGES`]; at least 1). A source
-    /// that hands out a continue token on every page would otherwise keep the reflector listing
-    /// forever, its memory growing: past the bound the list is abandoned, reported as
+    /// The most pages one list may take (default
+    /// [`DEFAULT_MAX_LIST_PAGES`](crate::DEFAULT_MAX_LIST_PAGES); at least 1). A source that hands
+    /// out a continue token on every page would otherwise keep the reflector listing forever, its
+    /// memory growing: past the bound the list is abandoned, reported as
     /// [`BadInput::ListTooLong`](crate::BadInput::ListTooLong), and retried after a backoff.
     /// Raise it if you list huge collections with a small page size.
     pub fn max_list_pages(mut self, pages: u64) -> Self {
@@ -197,7 +183,7 @@ where
     }
 
     /// The most objects one list (or streaming list) may collect (default
-    /// [`DEFAULT_MAX_LIST_OBJECTS`]; at least 1); past it, as for
+    /// [`DEFAULT_MAX_LIST_OBJECTS`](crate::DEFAULT_MAX_LIST_OBJECTS); at least 1); past it, as for
     /// [`max_list_pages`](Self::max_list_pages).
     pub fn max_list_objects(mut self, objects: usize) -> Self {
         self.config.limits.max_objects = objects.max(1);

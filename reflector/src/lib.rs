@@ -95,6 +95,7 @@
 
 mod backoff;
 mod builder;
+mod defaults;
 mod error;
 mod fault;
 mod handle;
@@ -106,9 +107,9 @@ mod reflector;
 mod sync;
 
 pub use backoff::BackoffConfig;
-pub use builder::{
-    ReflectorBuilder, DEFAULT_MAX_LIST_OBJECTS, DEFAULT_MAX_LIST_PAGES, DEFAULT_MIN_WATCH_TIMEOUT,
-    DEFAULT_PAGE_SIZE,
+pub use builder::ReflectorBuilder;
+pub use defaults::{
+    DEFAULT_MAX_LIST_OBJECTS, DEFAULT_MAX_LIST_PAGES, DEFAULT_MIN_WATCH_TIMEOUT, DEFAULT_PAGE_SIZE,
 };
 pub use error::{BadInput, ConfigError, ReflectorError, StoreOperation};
 pub use fault::{

@@ -3,6 +3,7 @@
 //! its outcome back as the next [`Input`]. Modelled on kube-runtime's watcher.
 
 use crate::backoff::{Backoff, BackoffConfig, SplitMix64};
+use crate::defaults::{DEFAULT_MAX_LIST_OBJECTS, DEFAULT_MAX_LIST_PAGES, DEFAULT_PAGE_SIZE};
 use crate::error::{BadInput, ReflectorError, StoreOperation};
 use crate::list_watcher::{
     BackendError, ErrorKind, ListOptions, ListPage, WatchEvent, WatchOptions,
@@ -64,8 +65,8 @@ pub(crate) struct ListLimits {
 impl Default for ListLimits {
     fn default() -> Self {
         Self {
-            max_pages: crate::builder::DEFAULT_MAX_LIST_PAGES,
-            max_objects: crate::builder::DEFAULT_MAX_LIST_OBJECTS,
+            max_pages: DEFAULT_MAX_LIST_PAGES,
+            max_objects: DEFAULT_MAX_LIST_OBJECTS,
         }
     }
 }
@@ -426,9 +427,9 @@ impl<T, M: Meta<T>> Machine<T, M> {
         match self.config.page_size {
             Some(0) => None,
             Some(n) => Some(n),
-            None if self.paginated_result => Some(crate::DEFAULT_PAGE_SIZE),
+            None if self.paginated_result => Some(DEFAULT_PAGE_SIZE),
             None if !rv.is_empty() && rv.as_str() != "0" => None,
-            None => Some(crate::DEFAULT_PAGE_SIZE),
+            None => Some(DEFAULT_PAGE_SIZE),
         }
     }
 
