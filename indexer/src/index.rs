@@ -10,16 +10,12 @@
 
 use crate::column::Column;
 use crate::error::{BoxError, IndexFuncError};
+use crate::id::{to_u32, Id};
 use crate::indexers::{Func, KeyHint};
 use crate::sync::Arc;
+use crate::Hasher;
 use kcache_core::ObjectKey;
 use std::collections::{HashMap, HashSet};
-
-/// The hasher of every map in the crate.
-pub(crate) type Hasher = foldhash::fast::RandomState;
-
-/// A stored object's slot number.
-pub(crate) type Id = u32;
 
 /// `of_key` entry of an object indexed under no value.
 const NONE: u32 = u32::MAX;
@@ -442,10 +438,6 @@ impl OldVids {
             OldVids::Many(b) => b,
         }
     }
-}
-
-pub(crate) fn to_u32(n: usize) -> u32 {
-    u32::try_from(n).expect("kcache-indexer: more than 4 billion objects or values")
 }
 
 /// One named index.

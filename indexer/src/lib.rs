@@ -56,6 +56,7 @@
 
 mod column;
 mod error;
+mod id;
 mod index;
 mod indexer;
 mod indexers;
@@ -66,6 +67,9 @@ mod thread_safe_store;
 
 #[doc(hidden)]
 pub mod fuzz;
+
+/// The hasher of every map in the crate.
+type Hasher = foldhash::fast::RandomState;
 
 pub use error::{
     AddIndexersError, BoxError, IndexError, IndexFuncError, StoreError, UnknownIndexError,

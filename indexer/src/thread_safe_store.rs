@@ -9,7 +9,8 @@ mod swap;
 mod tests;
 
 use crate::error::{AddIndexersError, IndexError, IndexFuncError, UnknownIndexError};
-use crate::index::{Id, Index, KeySet, Scratch};
+use crate::id::Id;
+use crate::index::{Index, KeySet, Scratch};
 use crate::indexers::Indexers;
 use crate::sync::{Arc, RwLock, RwLockReadGuard};
 use kcache_core::{ObjectKey, ResourceVersion};

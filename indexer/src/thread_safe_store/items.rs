@@ -2,8 +2,9 @@
 
 use super::SlotKey;
 use crate::column::Column;
-use crate::index::{to_u32, Hasher, Id};
+use crate::id::{to_u32, Id};
 use crate::sync::Arc;
+use crate::Hasher;
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::hash::BuildHasher;
