@@ -14,7 +14,6 @@
 //! - [`ReflectorStore`] / [`KnownObjects`]: the traits between a reflector and the stores it feeds.
 //! - [`health`]: named health and readiness checks composed into one report, for whoever serves
 //!   `/healthz` and `/readyz` (the other crates implement [`health::HealthCheck`] for their state).
-//! - [`sync`]: the loom-aware synchronization shim (`--cfg kcache_loom` swaps in loom's types).
 //!
 //! # Examples
 //! ```
@@ -42,6 +41,13 @@ mod key_text;
 mod meta;
 mod resource_version;
 mod store;
+
+/// Internal: the loom-aware locks, atomics and threads the kcache crates build on.
+///
+/// Public only so that the other kcache crates can share one shim; it is hidden from the docs and
+/// **not covered by semantic versioning**: any release may change or remove it. Use `std::sync`
+/// or `parking_lot` in your own code.
+#[doc(hidden)]
 pub mod sync;
 
 pub use clock::{
