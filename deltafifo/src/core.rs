@@ -462,6 +462,7 @@ impl<T> FifoCore<T> {
     }
 
     /// The queued keys in FIFO order, each with its pending deltas.
+    #[cfg(any(test, feature = "fuzz"))]
     pub(crate) fn snapshot(&self) -> Vec<(ObjectKey, Vec<Delta<T>>)> {
         self.queue
             .iter()
@@ -473,6 +474,7 @@ impl<T> FifoCore<T> {
     }
 
     /// Checks the structural invariants, describing the first one broken.
+    #[cfg(any(test, feature = "fuzz"))]
     pub(crate) fn check_invariants(&self) -> Result<(), String> {
         let mut seen = HashSet::default();
         for k in &self.queue {

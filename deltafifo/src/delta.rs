@@ -14,7 +14,7 @@ use std::sync::Arc;
 /// assert_eq!(DeltaType::Replaced.to_string(), "Replaced");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[cfg_attr(feature = "fuzz", derive(arbitrary::Arbitrary))]
 pub enum DeltaType {
     /// The object was created.
     Added,

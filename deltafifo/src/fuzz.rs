@@ -19,8 +19,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// One step of a fuzz or model test.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[derive(Debug, Clone, PartialEq, Eq, arbitrary::Arbitrary)]
 pub enum Op {
     /// Only honoured as the first op; otherwise ignored. Default: all `true`.
     Config {
@@ -514,7 +513,6 @@ pub fn run(ops: &[Op]) {
 }
 
 /// Decodes `data` as a list of [`Op`]s (as the `deltafifo_ops` fuzz target does) and runs it.
-#[cfg(feature = "arbitrary")]
 pub fn run_bytes(data: &[u8]) {
     use arbitrary::Arbitrary;
     if let Ok(ops) = Vec::<Op>::arbitrary_take_rest(arbitrary::Unstructured::new(data)) {

@@ -13,8 +13,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// A write a pop may run while its batch is processed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[derive(Debug, Clone, PartialEq, Eq, arbitrary::Arbitrary)]
 pub enum RealWrite {
     /// `add` (key `0` is an object without a name: a key error; value 13 fails the transformer).
     Add(u8, u8),
@@ -31,8 +30,7 @@ pub enum RealWrite {
 }
 
 /// One step of a fuzz or model test.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[derive(Debug, Clone, PartialEq, Eq, arbitrary::Arbitrary)]
 pub enum RealOp {
     /// A write.
     Write(RealWrite),
@@ -403,7 +401,6 @@ pub fn run(ops: &[RealOp]) {
 
 /// Decodes `data` as a list of [`RealOp`]s (as the `real_fifo_ops` fuzz target does) and runs
 /// it.
-#[cfg(feature = "arbitrary")]
 pub fn run_bytes(data: &[u8]) {
     use arbitrary::Arbitrary;
     if let Ok(ops) = Vec::<RealOp>::arbitrary_take_rest(arbitrary::Unstructured::new(data)) {

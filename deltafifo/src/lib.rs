@@ -84,8 +84,10 @@ mod real_fifo;
 mod spin;
 mod sync;
 
+#[cfg(feature = "fuzz")]
 #[doc(hidden)]
 pub mod fuzz;
+#[cfg(feature = "fuzz")]
 #[doc(hidden)]
 pub mod fuzz_real;
 

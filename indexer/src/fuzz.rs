@@ -14,8 +14,7 @@ use model::Model;
 
 /// A compact description of a test object: namespace (`""`, `ns1`, `ns2`), name (`n0`..`n5`,
 /// the last two long), a label bit set and a resource version (`0` = none).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, arbitrary::Arbitrary)]
 pub struct Obj {
     /// Namespace selector (modulo 3).
     pub ns: u8,
@@ -28,8 +27,7 @@ pub struct Obj {
 }
 
 /// One operation on the store.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[derive(Debug, Clone, PartialEq, Eq, arbitrary::Arbitrary)]
 pub enum Op {
     /// `Indexer::add`.
     Add(Obj),

@@ -65,6 +65,7 @@ mod namespace;
 mod sync;
 mod thread_safe_store;
 
+#[cfg(feature = "fuzz")]
 #[doc(hidden)]
 pub mod fuzz;
 

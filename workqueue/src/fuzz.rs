@@ -29,8 +29,7 @@ use std::time::{Duration, Instant};
 pub const KEYS: u8 = 8;
 
 /// One step of a model run. Keys are taken modulo [`KEYS`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, arbitrary::Arbitrary)]
 pub enum Op {
     /// `add(key)`.
     Add(u8),

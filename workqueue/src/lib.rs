@@ -70,6 +70,7 @@ mod background;
 mod config;
 mod delaying;
 mod error;
+#[cfg(feature = "fuzz")]
 #[doc(hidden)]
 pub mod fuzz;
 pub mod metrics;
