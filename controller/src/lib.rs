@@ -1,6 +1,7 @@
 #![cfg_attr(kcache_loom, allow(dead_code, unused_imports))]
-//! client-go's controller pattern for Rust: informers feed keys into a rate-limited work queue,
-//! and N workers reconcile one key at a time.
+//! client-go's controller pattern for Rust: informers feed keys into a rate-limited work queue
+//! (a priority queue by default: the initial list and resync rounds wait behind watched
+//! changes, as in controller-runtime), and N workers reconcile one key at a time.
 //!
 //! # Which piece to use
 //! - [`Controller`]: built with [`Controller::builder`] from the informers it
@@ -8,7 +9,8 @@
 //!   own key) and [`owns`](ControllerBuilder::owns) (secondary types: an event enqueues the keys of
 //!   the object's owners). [`run`](Controller::run) starts worker threads calling a blocking
 //!   `reconcile(key)`, [`run_async`](Controller::run_async) tokio tasks calling an async one.
-//! - `reconcile` returns an [`Action`] (`Done`, or `RequeueAfter(d)`) or an error, which retries
+//! - `reconcile` returns an [`Action`] (`Done`, `RequeueAfter(d)`, or `Requeue`: again after the
+//!   rate limiter's delay, without counting an error) or an error, which retries
 //!   the key after the rate limiter's delay (per-key exponential backoff by default, as
 //!   client-go's `DefaultControllerRateLimiter`).
 //! - The [`ControllerHandle`] that `run` returns shows the counters ([`ControllerStats`]) and

@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 /// What a reflector writes into: the sink side of client-go's `ReflectorStore`.
 ///
-/// `DeltaFifo` and the indexer's `Store` implement it. Objects travel as `Arc<T>`: the reflector
+/// kcache-indexer's `Indexer` and kcache-deltafifo's `DeltaFifo` implement it, and so does
+/// kcache-informer's writer in front of its `RealFifo` (with the page-by-page form,
+/// [`PagedReplace`]). Objects travel as `Arc<T>`: the reflector
 /// allocates each object once and every store, FIFO and handler shares that allocation. All methods
 /// take `&self`; implementations are internally synchronized.
 pub trait ReflectorStore<T>: Send + Sync {

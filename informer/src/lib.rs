@@ -21,6 +21,9 @@
 //!   [`wait_for_resource_version`](SharedIndexInformer::wait_for_resource_version).
 //! - `/readyz`: a [`CacheSyncCheck`] (or [`InformerFactory::sync_check`]) reports which caches
 //!   have not synced yet, as a `kcache_core::health::HealthCheck`.
+//! - With feature `snapshot`, the `snapshot` module writes the cache to a file as the informer
+//!   runs, and `InformerOptions::restore_from` starts an informer from such a file and watches
+//!   from its version instead of listing everything again (a warm restart).
 //!
 //! # The rules (client-go 1.36's in-order informers, with the differences marked)
 //! - Events reach the cache and the handlers in the order the source sent them: the informer's

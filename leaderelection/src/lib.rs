@@ -22,6 +22,9 @@
 //!   in `kcache-kube`.
 //! - [`LeaderGate`]: the small trait through which `kcache-controller`'s `Controller` follows an
 //!   election (its workers take keys only while leading).
+//! - [`MemberStore`]: the member records of `kcache-controller`'s active-active sharding (every
+//!   replica works, each on its share of the keys), compare-and-swap on a version as a lock is:
+//!   [`InProcessMembers`] here, `EtcdMembers` in `kcache-etcd`, `LeaseMembers` in `kcache-kube`.
 //!
 //! Time is read and waited on through kcache's [`Clock`](kcache_core::Clock), so the whole state
 //! machine runs on a [`FakeClock`](kcache_core::FakeClock) in tests.

@@ -9,8 +9,11 @@
 //! - list with resource version `"0"` first, then the last synced version, and `""` after an
 //!   Expired or TooLargeResourceVersion answer; in pages of [`DEFAULT_PAGE_SIZE`] (by client-go's
 //!   rule, a relist at a known version is not paged: see [`ReflectorBuilder::page_size`]), with
-//!   one full list at the same version if a continue token expires; then one
-//!   `store.replace(items, list_rv)`;
+//!   one full list at the same version if a continue token expires; then
+//!   `store.replace(items, list_rv)` once, or, for a store with a page-by-page form
+//!   ([`PagedReplace`](kcache_core::PagedReplace), as the informer's queue has), each page as it
+//!   arrives (the next one fetched only once the store took it) and `finish_list(list_rv)` at the
+//!   end;
 //! - watch from the last synced version with bookmarks and a timeout drawn from
 //!   `[min, 2·min]`; every event goes to the store and records its version
 //!   ([`ReflectorHandle::last_sync_resource_version`]);

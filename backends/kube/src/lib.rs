@@ -1,8 +1,8 @@
 //! kcache over Kubernetes, through kube-rs.
 //!
 //! Keep your `kube::Client`; get client-go's machinery (shared informers with late-joining
-//! handlers, secondary indexes, DeltaFifo tombstones, a rate-limited work queue with per-key
-//! backoff) on top of it:
+//! handlers, secondary indexes, tombstones for deletions missed while disconnected, a
+//! rate-limited work queue with per-key backoff) on top of it:
 //!
 //! - [`KubeListWatcher`]: the [`ListWatcher`](kcache_reflector::ListWatcher) for a `kube::Api<K>`,
 //!   typed, `DynamicObject` or `PartialObjectMeta<K>`, with label and field selectors;
