@@ -30,6 +30,10 @@
 //! Reconcile is level-triggered: it reads the current state from the informers' caches, never
 //! from the event that enqueued the key, so bursts of events for one key coalesce into one call.
 //!
+//! Every difference from client-go, with its reason and its test, is on one page:
+//! [`kcache_core::docs::client_go_differences`]; where each client-go name went:
+//! [`kcache_core::docs::client_go_names`].
+//!
 //! # Examples
 //! ```
 //! use kcache_controller::{Action, Controller};

@@ -5,7 +5,8 @@
 //!
 //! - [`ObjectKey`]: the `"namespace/name"` key of a cached object, cheap to clone, with client-go's
 //!   split rules and a typed [`KeyError`].
-//! - [`ResourceVersion`]: an opaque version string from the source of truth.
+//! - [`ResourceVersion`]: an opaque version string from the source of truth, ordered only where a
+//!   feature must ([`ResourceVersion::cmp_decimal`]).
 //! - [`Clock`]: time as an input. [`SystemClock`] in production, [`FakeClock`] in tests: no kcache
 //!   test sleeps, it advances a fake clock.
 //! - [`Meta`] / [`Object`]: how the cache reads an object's key and resource version, also for
@@ -14,6 +15,8 @@
 //! - [`ReflectorStore`] / [`KnownObjects`]: the traits between a reflector and the stores it feeds.
 //! - [`health`]: named health and readiness checks composed into one report, for whoever serves
 //!   `/healthz` and `/readyz` (the other crates implement [`health::HealthCheck`] for their state).
+//! - [`docs`]: for client-go users, [where each name went](docs::client_go_names) and [every
+//!   difference](docs::client_go_differences) from client-go, with its reason and its test.
 //!
 //! # Examples
 //! ```
@@ -34,6 +37,7 @@
 //! ```
 
 mod clock;
+pub mod docs;
 pub mod health;
 mod inline_text;
 mod key;

@@ -25,6 +25,10 @@
 //! allocation per write for keys up to 38 bytes), a popper with nothing to take spins briefly
 //! before it sleeps, and [`pop_batch`](DeltaFifo::pop_batch) takes several keys per lock.
 //!
+//! Every difference from client-go, with its reason and its test, is on one page:
+//! [`kcache_core::docs::client_go_differences`]; where each client-go name went:
+//! [`kcache_core::docs::client_go_names`].
+//!
 //! # Examples
 //! ```
 //! use kcache_core::{Object, ResourceVersion};

@@ -12,7 +12,9 @@
 //!
 //! Where client-go panics (an index function failing), kcache returns a typed error and leaves
 //! the store unchanged. Indexes can be added to a populated store ([`Indexer::add_indexers`]),
-//! all or nothing.
+//! all or nothing. Every difference from client-go:
+//! [`kcache_core::docs::client_go_differences`]; the name map:
+//! [`kcache_core::docs::client_go_names`].
 //!
 //! # Examples
 //! A cache of pods indexed by namespace and by the nodes they run on:

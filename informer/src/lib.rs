@@ -70,6 +70,10 @@
 //! - [`wait_for_resource_version`](SharedIndexInformer::wait_for_resource_version): a version
 //!   once reached stays reached, even if the source's versions later go down (kcache only).
 //!
+//! Every difference from client-go, with its reason and its test, is on one page:
+//! [`kcache_core::docs::client_go_differences`]; where each client-go name went:
+//! [`kcache_core::docs::client_go_names`].
+//!
 //! # Examples
 //! ```
 //! use kcache_core::{Object, ResourceVersion};

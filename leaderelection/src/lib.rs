@@ -38,6 +38,10 @@
 //! both believe they lead. [`LeaderStatus::is_leader`] is judged on the clock at each call, so it
 //! turns false at the deadline even in a process that was paused.
 //!
+//! Every difference from client-go, with its reason and its test, is on one page:
+//! [`kcache_core::docs::client_go_differences`]; where each client-go name went:
+//! [`kcache_core::docs::client_go_names`].
+//!
 //! # Examples
 //! Two candidates on one lock; the leader's lock becomes unreachable, it stops leading at its
 //! renew deadline, and the other takes over once the lease has expired:

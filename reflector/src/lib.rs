@@ -35,6 +35,10 @@
 //! machine, tested without I/O. To test your own controller against a flaky source, wrap the
 //! source in a [`FaultInjector`].
 //!
+//! Every difference from client-go, with its reason and its test, is on one page:
+//! [`kcache_core::docs::client_go_differences`]; where each client-go name went:
+//! [`kcache_core::docs::client_go_names`].
+//!
 //! # Examples
 //! A reflector over the in-memory source (`kcache-memory`) into a map:
 //! ```

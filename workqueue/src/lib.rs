@@ -27,7 +27,9 @@
 //! added now is processed once, not twice; [`shut_down_with_drain`](Queue::shut_down_with_drain)
 //! waits for queued as well as in-flight items; [`done`](Queue::done) of an item that is not being
 //! processed is rejected ([`NotProcessing`]) instead of queueing a duplicate; the bucket limiter's
-//! delay is capped.
+//! delay is capped. All of kcache's differences from client-go are on one page,
+//! [`kcache_core::docs::client_go_differences`]; the name map is
+//! [`kcache_core::docs::client_go_names`].
 //!
 //! # Examples
 //! Two workers retry failing jobs through the default controller rate limiter:
