@@ -135,3 +135,69 @@ async fn each_key_and_each_childs_event_go_to_the_owner_replica_and_a_leave_hand
     r1.stop().await;
     r2.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gained_owner_deleted_while_another_replica_owned_it_is_reconciled_for_its_children() {
+    let (clock, sets_src) = source();
+    let children_src = kcache_memory::MemorySource::<Pod>::with_clock(clock.clone());
+    for i in 0..20 {
+        sets_src.create(Pod::new(&format!("s{i}"), 0)).unwrap();
+        children_src
+            .create(Pod::new(&format!("s{i}-1"), 0))
+            .unwrap();
+    }
+    let sets = informer(&clock, &sets_src, Duration::ZERO);
+    let children = informer(&clock, &children_src, Duration::ZERO);
+    let store = InProcessMembers::new();
+    let config = |id: &str| ShardConfig::new(id).clock(Arc::new(clock.clone()));
+    let a = Shard::new(store.handle(), config("a")).unwrap();
+    let b = Shard::new(store.handle(), config("b")).unwrap();
+    for _ in 0..3 {
+        a.tick().await;
+        b.tick().await;
+    }
+    let (ga, gb) = (a.gate(), b.gate());
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let ha = controller("a", ga.clone(), &clock, &sets, &children, tx.clone());
+    let hb = controller("b", gb.clone(), &clock, &sets, &children, tx);
+    let (r1, r2) = (run(&sets), run(&children));
+    let mut seen = BTreeSet::new();
+    while seen.len() < 20 {
+        seen.insert(next(&mut rx).await.1);
+    }
+
+    // b's workers stop while b stays a member; a set of b's is deleted, and a skips the
+    // deletion's key (b owns it). The set is in no cache now; only its child names it.
+    hb.shutdown_async().await;
+    let gone = (0..20)
+        .map(|i| format!("s{i}"))
+        .find(|s| gb.owns(&format!("default/{s}")))
+        .unwrap();
+    // a is idle first (its initial keys, b's skipped among them, are all done), so the next
+    // skip is the deletion's.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !ha.queue().is_empty() || ha.queue().in_flight() > 0 {
+        assert!(tokio::time::Instant::now() < deadline, "a never went idle");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let skipped = ga.stats().skipped_not_owned;
+    sets_src.delete(&format!("default/{gone}")).unwrap();
+    while ga.stats().skipped_not_owned == skipped {
+        assert!(tokio::time::Instant::now() < deadline, "a never saw the deletion");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+
+    // b leaves: a gains the deleted set's key through its child, and reconciles it.
+    b.leave().await;
+    a.tick().await;
+    loop {
+        let (by, key) = next(&mut rx).await;
+        assert_eq!(by, "a");
+        if key.name() == gone {
+            break;
+        }
+    }
+    ha.shutdown_async().await;
+    r1.stop().await;
+    r2.stop().await;
+}

@@ -221,12 +221,20 @@ impl ControllerBuilder {
         M: Meta<T>,
         F: Fn(&T) -> Vec<ObjectKey> + Send + Sync + 'static,
     {
+        let map = Arc::new(map);
+        // A sharded controller that gains keys enqueues the owners of every cached child too:
+        // an owner deleted while another replica owned its key has no entry of its own in any
+        // watched cache, and its children would otherwise wait for the next event or resync.
+        let (cache, shard_map) = (informer.indexer(), map.clone());
+        self.shard_listers.push(Arc::new(move || {
+            cache.list().iter().flat_map(|o| shard_map(o)).collect()
+        }));
         let informer = informer.clone();
         let source: Source = Box::new(move |queue, controller| {
             let handler = EnqueueMapped {
                 queue: queue.clone(),
                 controller: controller.clone(),
-                map: Arc::new(map),
+                map,
             };
             register(&informer, handler, controller)
         });
@@ -288,8 +296,9 @@ impl ControllerBuilder {
     /// Reconciles only the keys `shard` lets this replica start: keys other replicas own are
     /// skipped ([`ShardStats::skipped_not_owned`](crate::shard::ShardStats)), keys in the middle
     /// of a handover come back after the shard's retry period, and when the shard gains keys
-    /// (a member left, a handover finished) the keys of every watched cache it owns are
-    /// enqueued again. Keys from [`owns`](Self::owns) are checked after the mapping, so a child
+    /// (a member left, a handover finished) the keys it owns are enqueued again: those of every
+    /// watched cache, and those [`owns`](Self::owns)' mappings give for every cached child (an
+    /// owner deleted while another replica owned its key is in no cache, but its children are). Keys from [`owns`](Self::owns) are checked after the mapping, so a child
     /// object's event goes to the replica of its owner. See [`crate::shard`].
     ///
     /// Drive the [`Shard`](crate::shard::Shard) the gate came from with its `run` beside the
