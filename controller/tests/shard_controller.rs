@@ -183,7 +183,10 @@ async fn a_gained_owner_deleted_while_another_replica_owned_it_is_reconciled_for
     let skipped = ga.stats().skipped_not_owned;
     sets_src.delete(&format!("default/{gone}")).unwrap();
     while ga.stats().skipped_not_owned == skipped {
-        assert!(tokio::time::Instant::now() < deadline, "a never saw the deletion");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "a never saw the deletion"
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 

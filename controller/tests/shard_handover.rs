@@ -245,6 +245,37 @@ fn a_dead_members_keys_move_only_after_its_lease_expired() {
 }
 
 #[test]
+fn ticks_on_the_run_schedule_move_a_dead_members_keys_at_its_lease_expiry() {
+    let mut g = Group::new();
+    g.join("a");
+    g.join("b");
+    g.settle(3);
+    let key = keys().into_iter().find(|k| g.gate("b").owns(k)).unwrap();
+    let dead = g.members.remove("b").unwrap();
+    // a's next tick sees b's last write; a lease after that b is gone. `run` sleeps
+    // `next_tick_in` between ticks: the retry period, cut short at b's expiry (15 s is not a
+    // multiple of the 2 s retry period, so a plain retry schedule would be a second late).
+    g.tick("a");
+    let seen = g.clock.now();
+    while g.gate("a").stats().members != ["a"] {
+        let pause = block_on(g.members["a"].shard.next_tick_in());
+        assert!(pause > Duration::ZERO && pause <= RETRY, "{pause:?}");
+        g.clock.advance(pause);
+        assert!(g.clock.now() <= seen + LEASE, "b still live past its lease");
+        g.tick("a");
+    }
+    assert_eq!(
+        g.clock.now() - seen,
+        LEASE,
+        "b's keys moved at its lease expiry"
+    );
+    assert!(g.start("a", &key), "a takes b's key in the same tick");
+    g.claims.clear();
+    g.assert_converged(&["a"]);
+    drop(dead);
+}
+
+#[test]
 fn a_member_paused_past_its_lease_starts_nothing_when_it_resumes_until_it_rejoined() {
     let mut g = Group::new();
     g.join("a");

@@ -172,6 +172,8 @@ struct Driver {
     /// The members of the last target, to count rebalances.
     last_target: Vec<String>,
     leaving: bool,
+    /// The earliest moment a record now live expires, unless it changes first.
+    next_expiry: Option<Instant>,
 }
 
 impl<S: MemberStore> Shard<S> {
@@ -292,6 +294,7 @@ impl<S: MemberStore> Shard<S> {
     ) -> Vec<(String, Vec<String>)> {
         let mut live = Vec::new();
         let mut present = Vec::with_capacity(listed.len());
+        d.next_expiry = None;
         for VersionedMember { record, version } in listed {
             if record.holder_identity == self.config.identity {
                 continue;
@@ -304,7 +307,9 @@ impl<S: MemberStore> Shard<S> {
             if seen.0 != version {
                 *seen = (version, now);
             }
-            if now < saturating_add(seen.1, record.lease_duration) {
+            let expiry = saturating_add(seen.1, record.lease_duration);
+            if now < expiry {
+                d.next_expiry = Some(d.next_expiry.map_or(expiry, |e| e.min(expiry)));
                 live.push((record.holder_identity, record.view));
             }
         }
@@ -341,8 +346,21 @@ impl<S: MemberStore> Shard<S> {
             .ok_or(LockError::NotFound)
     }
 
-    /// Ticks every retry period (and when a draining key's reconcile finishes) until `stop`
-    /// completes, then [`leave`](Self::leave)s.
+    /// How long [`run`](Self::run) waits before its next tick: the retry period, or less if a
+    /// live member's lease expires sooner (unless its record changes meanwhile), so a dead
+    /// member's keys move at its lease's expiry rather than up to a retry period later.
+    pub async fn next_tick_in(&self) -> Duration {
+        let now = self.config.clock.now();
+        let expiry = self.state.lock().await.next_expiry;
+        let until_expiry = expiry.map(|e| e.saturating_duration_since(now));
+        until_expiry.map_or(self.config.retry_period, |d| {
+            d.min(self.config.retry_period)
+        })
+    }
+
+    /// Ticks every retry period, at a live member's lease expiry if that comes first (see
+    /// [`next_tick_in`](Self::next_tick_in)), and when a draining key's reconcile finishes,
+    /// until `stop` completes, then [`leave`](Self::leave)s.
     ///
     /// # Runtime
     /// Inside a tokio runtime when the store or the [`SystemClock`] need one (etcd, Kubernetes).
@@ -354,7 +372,8 @@ impl<S: MemberStore> Shard<S> {
         let mut stop = pin!(stop);
         loop {
             self.tick().await;
-            let wait = pin!(self.config.clock.sleep_async(self.config.retry_period));
+            let pause = self.next_tick_in().await;
+            let wait = pin!(self.config.clock.sleep_async(pause));
             let woken = pin!(self.gate.drained());
             let next = select(wait, woken);
             if let Either::Left(_) = select(stop.as_mut(), next).await {
