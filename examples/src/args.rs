@@ -2,8 +2,10 @@
 //! and errors that name the flag and what was wrong.
 
 use clap::error::ErrorKind;
-use clap::{CommandFactory, Parser};
+use clap::{ArgGroup, CommandFactory, Parser};
 use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
 
 /// The default `--etcd-prefix`.
 #[cfg(feature = "etcd")]
@@ -42,6 +44,23 @@ pub(crate) struct Args {
     pub(crate) backend: Backend,
     /// `--leader-elect`: this replica's identity and lease duration.
     pub(crate) election: Option<ElectionArgs>,
+    /// `--shard`: this replica's identity, lease duration, and whether it runs the user.
+    pub(crate) shard: Option<ShardArgs>,
+    /// `--reconcile-log`: where each finished reconcile is logged.
+    pub(crate) reconcile_log: Option<PathBuf>,
+    /// `--reconcile-delay-ms`: how long each reconcile waits, as an API call would.
+    pub(crate) reconcile_delay: Duration,
+}
+
+/// The `--shard` settings.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ShardArgs {
+    pub(crate) identity: String,
+    pub(crate) lease_secs: u64,
+    /// `--user`: this replica runs the seeded user.
+    pub(crate) user: bool,
+    /// `--members`: the user starts once this many replicas are members.
+    pub(crate) members: usize,
 }
 
 /// The `--leader-elect` settings.
@@ -63,6 +82,9 @@ impl Default for Args {
             quiet: false,
             backend: Backend::Memory,
             election: None,
+            shard: None,
+            reconcile_log: None,
+            reconcile_delay: Duration::ZERO,
         }
     }
 }
@@ -79,6 +101,7 @@ impl Default for Args {
 /// orphaned), 1 when it did not, 2 for bad flags.
 #[derive(Parser, Debug)]
 #[command(name = "kcache-demo", version, max_term_width = 100)]
+#[command(group(ArgGroup::new("replica").args(["leader_elect", "shard"])))]
 struct Cli {
     /// Sets at the start.
     #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=100_000))]
@@ -118,13 +141,37 @@ struct Cli {
     /// replica leads over has converged (releasing the lease).
     #[arg(long, requires = "etcd")]
     leader_elect: bool,
-    /// This replica's identity in the election [default: kcache-demo-PID].
-    #[arg(long, value_name = "NAME", requires = "leader_elect", value_parser = identity)]
+    /// Run as one replica of an active-active sharded controller: every replica renews a member
+    /// record under P + "shard-members/", the sets are spread over the live replicas by a
+    /// consistent hash ring, and this replica reconciles only the sets it owns (a pod's events go
+    /// to the replica owning its set); a key changes replica only once its old owner finished
+    /// with it or its lease expired. The world under P is shared, not cleared. Exits 0 once the
+    /// user (see --user) has finished and the world has converged, 1 if it did not.
+    #[arg(long, requires = "etcd")]
+    shard: bool,
+    /// With --shard: this replica also runs the seeded user (seeding the world first if it is
+    /// empty) and marks under P when the user has finished. Give it to exactly one replica: a
+    /// second one is refused.
+    #[arg(long, requires = "shard")]
+    user: bool,
+    /// With --user: start the user once N replicas are live members (waits up to 60 s).
+    #[arg(long, value_name = "N", requires = "user", value_parser = clap::value_parser!(u64).range(1..=64))]
+    members: Option<u64>,
+    /// This replica's identity in the election or the shard group [default: kcache-demo-PID].
+    #[arg(long, value_name = "NAME", requires = "replica", value_parser = identity)]
     identity: Option<String>,
     /// Lease duration in seconds; renew deadline and retry period scale with it as client-go's
     /// 15 s / 10 s / 2 s.
-    #[arg(long, value_name = "L", requires = "leader_elect", value_parser = clap::value_parser!(u64).range(3..=300))]
+    #[arg(long, value_name = "L", requires = "replica", value_parser = clap::value_parser!(u64).range(3..=300))]
     lease_secs: Option<u64>,
+    /// Append one JSON line per finished reconcile to FILE, flushed per line:
+    /// {"key":…,"replica":…,"start_ns":…,"end_ns":…} (system clock, nanoseconds since the Unix
+    /// epoch; replica is the identity). kcache-reconcile-check reads these logs.
+    #[arg(long, value_name = "FILE")]
+    reconcile_log: Option<PathBuf>,
+    /// Each reconcile first waits MS milliseconds, as an API call would (I/O-bound reconciles).
+    #[arg(long, value_name = "MS", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=60_000))]
+    reconcile_delay_ms: u64,
 }
 
 /// Parses the command line (the program name first), or returns clap's error: it prints the
@@ -136,11 +183,21 @@ where
 {
     let cli = Cli::try_parse_from(argv)?;
     let backend = backend(cli.etcd, cli.etcd_prefix)?;
+    let identity = cli
+        .identity
+        .unwrap_or_else(|| format!("kcache-demo-{}", std::process::id()));
+    let lease_secs = cli.lease_secs.unwrap_or(15);
     let election = cli.leader_elect.then(|| ElectionArgs {
-        identity: cli
-            .identity
-            .unwrap_or_else(|| format!("kcache-demo-{}", std::process::id())),
-        lease_secs: cli.lease_secs.unwrap_or(15),
+        identity: identity.clone(),
+        lease_secs,
+    });
+    let members =
+        usize::try_from(cli.members.unwrap_or(1)).map_err(|_| invalid("--members is too large"))?;
+    let shard = cli.shard.then_some(ShardArgs {
+        identity,
+        lease_secs,
+        user: cli.user,
+        members,
     });
     Ok(Args {
         sets: usize::try_from(cli.sets).map_err(|_| invalid("--sets is too large"))?,
@@ -152,6 +209,9 @@ where
         quiet: cli.quiet,
         backend,
         election,
+        shard,
+        reconcile_log: cli.reconcile_log,
+        reconcile_delay: Duration::from_millis(cli.reconcile_delay_ms),
     })
 }
 
@@ -252,6 +312,9 @@ mod tests {
             quiet: true,
             backend: Backend::Memory,
             election: None,
+            shard: None,
+            reconcile_log: None,
+            reconcile_delay: Duration::ZERO,
         };
         assert_eq!(parsed.ok(), Some(expected));
     }
@@ -315,6 +378,64 @@ mod tests {
                 lease_secs: 3
             }))
         );
+    }
+
+    #[test]
+    fn shard_flags_need_shard_and_etcd_and_exclude_leader_elect() {
+        let etcd = ["--etcd", "http://127.0.0.1:2379"];
+        for flags in [
+            &["--shard"][..],
+            &["--user"],
+            &[etcd[0], etcd[1], "--user"],
+            &[etcd[0], etcd[1], "--shard", "--members", "3"],
+            &[etcd[0], etcd[1], "--shard", "--user", "--members", "0"],
+            &[etcd[0], etcd[1], "--shard", "--leader-elect"],
+            &[etcd[0], etcd[1], "--shard", "--lease-secs", "2"],
+        ] {
+            assert!(run(flags).is_err(), "{flags:?} was accepted");
+        }
+    }
+
+    #[cfg(feature = "etcd")]
+    #[test]
+    fn shard_over_etcd_takes_an_identity_a_lease_the_user_and_a_member_count() {
+        let parsed = run(&[
+            "--etcd",
+            "http://127.0.0.1:2379",
+            "--shard",
+            "--identity=r1",
+            "--lease-secs",
+            "3",
+            "--user",
+            "--members=3",
+        ]);
+        let shard = parsed.map(|args| (args.shard, args.election));
+        let expected = ShardArgs {
+            identity: "r1".into(),
+            lease_secs: 3,
+            user: true,
+            members: 3,
+        };
+        assert_eq!(shard.ok(), Some((Some(expected), None)));
+    }
+
+    #[test]
+    fn the_reconcile_log_and_delay_flags_are_parsed_and_checked() {
+        let parsed = run(&["--reconcile-log", "/tmp/r.jsonl", "--reconcile-delay-ms=25"]);
+        assert_eq!(
+            parsed.map(|a| (a.reconcile_log, a.reconcile_delay)).ok(),
+            Some((
+                Some(PathBuf::from("/tmp/r.jsonl")),
+                Duration::from_millis(25)
+            ))
+        );
+        for flags in [
+            &["--reconcile-delay-ms", "60001"][..],
+            &["--reconcile-delay-ms", "-1"],
+            &["--reconcile-log"],
+        ] {
+            assert!(run(flags).is_err(), "{flags:?} was accepted");
+        }
     }
 
     #[test]
@@ -410,6 +531,11 @@ mod tests {
             "--leader-elect",
             "--identity",
             "--lease-secs",
+            "--shard",
+            "--user",
+            "--members",
+            "--reconcile-log",
+            "--reconcile-delay-ms",
         ] {
             assert!(help.contains(flag), "--help lacks {flag}");
         }

@@ -1,12 +1,16 @@
 //! The world in etcd (feature `etcd`): each kind of object under its own key prefix, written
 //! through [`EtcdObjects`] and watched through [`EtcdListWatcher`], both with the JSON codec.
 
+use crate::sharded::Markers;
 use crate::source::Source;
 use crate::world::{Pod, ReplicaSet};
-use etcd_client::{Client, ConnectOptions, DeleteOptions};
-use futures::future::{select, Either};
+use etcd_client::{
+    Client, Compare, CompareOp, ConnectOptions, DeleteOptions, GetOptions, Txn, TxnOp,
+    TxnOpResponse,
+};
+use futures::future::{select, BoxFuture, Either};
 use kcache_core::{Clock, Meta, ObjectAccessor, ObjectKey, ResourceVersion, SetResourceVersion};
-use kcache_etcd::{EtcdError, EtcdListWatcher, EtcdLock, EtcdObjects, JsonCodec};
+use kcache_etcd::{EtcdError, EtcdListWatcher, EtcdLock, EtcdMembers, EtcdObjects, JsonCodec};
 use kcache_reflector::{ListOptions, ListWatcher};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -111,6 +115,101 @@ pub(crate) fn leader_lock<T>(source: &EtcdSource<T>, prefix: &str, identity: &st
         format!("{}leader", base_prefix(prefix)),
         identity,
     )
+}
+
+/// `--shard`: the member records under `prefix + "shard-members/"`.
+pub(crate) fn shard_members<T>(source: &EtcdSource<T>, prefix: &str) -> EtcdMembers {
+    EtcdMembers::new(
+        source.client.clone(),
+        format!("{}shard-members/", base_prefix(prefix)),
+    )
+}
+
+/// `--shard`'s markers: the key `prefix + "shard-user"` names the replica that runs the user
+/// (created only if absent), `prefix + "shard-user-done"` says the user has finished.
+pub(crate) struct EtcdMarkers {
+    client: Client,
+    user: String,
+    done: String,
+}
+
+impl EtcdMarkers {
+    pub(crate) fn new<T>(source: &EtcdSource<T>, prefix: &str) -> Self {
+        let base = base_prefix(prefix);
+        Self {
+            client: source.client.clone(),
+            user: format!("{base}shard-user"),
+            done: format!("{base}shard-user-done"),
+        }
+    }
+}
+
+impl Markers for EtcdMarkers {
+    fn claim_user<'a>(&'a self, identity: &'a str) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            let txn = Txn::new()
+                .when([Compare::create_revision(
+                    self.user.as_str(),
+                    CompareOp::Equal,
+                    0,
+                )])
+                .and_then([TxnOp::put(self.user.as_str(), identity, None)])
+                .or_else([TxnOp::get(self.user.as_str(), None)]);
+            let resp = self
+                .client
+                .kv_client()
+                .txn(txn)
+                .await
+                .map_err(|e| format!("cannot claim the user at {}: {e}", self.user))?;
+            if resp.succeeded() {
+                return Ok(());
+            }
+            let holder = resp
+                .op_responses()
+                .into_iter()
+                .find_map(|op| match op {
+                    TxnOpResponse::Get(g) => g
+                        .kvs()
+                        .first()
+                        .map(|kv| String::from_utf8_lossy(kv.value()).into_owned()),
+                    _ => None,
+                })
+                .unwrap_or_default();
+            if holder == identity {
+                // This replica's own claim, from an earlier start.
+                return Ok(());
+            }
+            Err(format!(
+                "--user: replica {holder:?} already runs the user of this world ({})",
+                self.user
+            ))
+        })
+    }
+
+    fn mark_user_done(&self) -> BoxFuture<'_, Result<(), String>> {
+        Box::pin(async move {
+            self.client
+                .kv_client()
+                .put(self.done.as_str(), "done", None)
+                .await
+                .map(|_| ())
+                .map_err(|e| format!("cannot write the marker {}: {e}", self.done))
+        })
+    }
+
+    fn user_done(&self) -> BoxFuture<'_, Result<bool, String>> {
+        Box::pin(async move {
+            self.client
+                .kv_client()
+                .get(
+                    self.done.as_str(),
+                    Some(GetOptions::new().with_count_only()),
+                )
+                .await
+                .map(|r| r.count() > 0)
+                .map_err(|e| format!("cannot read the marker {}: {e}", self.done))
+        })
+    }
 }
 
 impl<T> Source<T> for EtcdSource<T>

@@ -1,7 +1,10 @@
 //! The kcache demo: see the `kcache-demo` binary (`cargo run --release -p kcache-demo`).
 //!
-//! This library target only exists so that `cargo test` compiles and runs the Rust examples of the
-//! repository's README as doctests (doctests only run for library targets).
+//! The library target holds what the demo's second binary, `kcache-reconcile-check`, uses (the
+//! [`reconcile_check`] analysis of `--reconcile-log` files), and compiles the Rust examples of
+//! the repository's README as doctests (doctests only run for library targets).
+
+pub mod reconcile_check;
 
 /// The README, compiled as doctests.
 #[cfg(doctest)]

@@ -15,14 +15,18 @@ mod election;
 #[cfg(feature = "etcd")]
 mod etcd;
 mod metrics;
+mod reconcile_log;
 mod report;
+mod sharded;
 mod source;
 mod world;
 
 use crate::args::{Args, Backend};
 use crate::election::Election;
 use crate::metrics::DemoMetricsProvider;
+use crate::reconcile_log::{ReconcileLog, Wrap};
 use crate::report::{Report, ReportOrFailure};
+use crate::sharded::Sharded;
 use crate::source::Source;
 use crate::world::{check, same_objects, Ctx, Pod, ReplicaSet, Rng, User, UserStats, OWNER_INDEX};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -48,6 +52,10 @@ const USER_OUTAGE_LIMIT: Duration = Duration::from_secs(30);
 const SETTLE_LIMIT: Duration = Duration::from_secs(120);
 /// How often the progress display and the convergence check look.
 const LOOK_EVERY: Duration = Duration::from_millis(100);
+/// `--shard`: how long a replica without the user waits for the user's marker beyond the user
+/// phase's length, and how long the user waits for `--members`.
+const MARKER_SLACK: Duration = Duration::from_secs(120);
+const MEMBERS_LIMIT: Duration = Duration::from_secs(60);
 
 fn main() -> ExitCode {
     let args = match args::parse(std::env::args_os()) {
@@ -81,12 +89,12 @@ async fn run_on_backend(args: &Args) -> ReportOrFailure {
         Backend::Memory => {
             let sets = MemorySource::<ReplicaSet>::with_clock(SystemClock);
             let pods = MemorySource::<Pod>::with_clock(SystemClock);
-            run(args, clock, sets, pods, None).await
+            run(args, clock, sets, pods, None, None).await
         }
         #[cfg(feature = "etcd")]
         Backend::Etcd { url, prefix } => {
             // Replicas share the world: only a lone demo clears it.
-            let clear = args.election.is_none();
+            let clear = args.election.is_none() && args.shard.is_none();
             let (sets, pods) = match etcd::connect(url, prefix, clock.clone(), clear).await {
                 Ok(pair) => pair,
                 Err(e) => return Report::failed(vec![e]),
@@ -101,7 +109,19 @@ async fn run_on_backend(args: &Args) -> ReportOrFailure {
                     }
                 }
             };
-            run(args, clock, sets, pods, election).await
+            let shard = match &args.shard {
+                None => None,
+                Some(s) => {
+                    let members = etcd::shard_members(&sets, prefix);
+                    let markers = etcd::EtcdMarkers::new(&sets, prefix);
+                    let config = sharded::config(&s.identity, s.lease_secs, clock.clone());
+                    match Sharded::spawn(members, config, markers, s.user) {
+                        Ok(shard) => Some(shard),
+                        Err(e) => return Report::failed(vec![e]),
+                    }
+                }
+            };
+            run(args, clock, sets, pods, election, shard).await
         }
     }
 }
@@ -112,8 +132,25 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
     sets_src: S,
     pods_src: P,
     election: Option<Election>,
+    shard: Option<Sharded>,
 ) -> ReportOrFailure {
     let mut problems = Vec::new();
+    let identity = election
+        .as_ref()
+        .map(|e| e.identity().to_owned())
+        .or_else(|| shard.as_ref().map(|s| s.identity().to_owned()));
+    let reconcile_log = match &args.reconcile_log {
+        None => None,
+        Some(path) => {
+            let replica = identity
+                .clone()
+                .unwrap_or_else(|| format!("kcache-demo-{}", std::process::id()));
+            match ReconcileLog::open(path, &replica) {
+                Ok(log) => Some(Arc::new(log)),
+                Err(e) => return Report::failed(vec![e]),
+            }
+        }
+    };
     let user_stats = Arc::new(UserStats::default());
     let mut user = User {
         sets: sets_src.clone(),
@@ -126,8 +163,8 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
         chaos: args.chaos,
         stats: user_stats.clone(),
     };
-    // A replica seeds the world only once it leads (below).
-    if election.is_none() {
+    // A replica seeds the world only once it leads, or (sharded) if it runs the user (below).
+    if election.is_none() && shard.is_none() {
         if let Err(e) = seed(&mut user, args.sets).await {
             return Report::failed(vec![e]);
         }
@@ -209,6 +246,9 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
     if let Some(e) = &election {
         builder = builder.leader_election(e.status());
     }
+    if let Some(s) = &shard {
+        builder = builder.shard(s.gate());
+    }
     let controller = builder
         .workers(args.workers)
         .metrics(Arc::new(provider.clone()))
@@ -229,17 +269,29 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
         Ok(c) => c,
         Err(e) => return Report::failed(vec![format!("controller: {e}")]),
     };
-    let ctx = Arc::new(Ctx::<S, P>::new(
+    let mut ctx = Ctx::<S, P>::new(
         sets.clone(),
         pods.clone(),
         pods_src.clone(),
         clock.clone(),
         &consistency,
-    ));
+    );
+    if let Some(id) = &identity {
+        // Replicas name their pods apart: a set's pods may come from several of them.
+        ctx.pod_prefix = format!("{id}-");
+    }
+    let ctx = Arc::new(ctx);
     let reconcile_stats = ctx.stats.clone();
     let reconcile_ctx = ctx.clone();
-    let handle = match controller.run_async(move |key| world::reconcile(reconcile_ctx.clone(), key))
-    {
+    let wrap = Wrap {
+        clock: clock.clone(),
+        delay: args.reconcile_delay,
+        log: reconcile_log.clone(),
+    };
+    let handle = match controller.run_async(move |key: ObjectKey| {
+        let (ctx, wrap) = (reconcile_ctx.clone(), wrap.clone());
+        async move { wrap.run(key.clone(), world::reconcile(ctx, key)).await }
+    }) {
         Ok(h) => h,
         Err(e) => return Report::failed(vec![format!("controller: {e}")]),
     };
@@ -273,13 +325,38 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
     };
     let leading = || led.as_ref().is_none_or(|l| l.term.is_held());
 
+    // A sharded replica with the user claims it, waits for the other replicas if asked to, and
+    // seeds or continues the world; the others skip the user phase.
+    let runs_user = shard.as_ref().is_none_or(|s| s.runs_user());
+    if let (Some(s), Some(a)) = (&shard, &args.shard) {
+        if s.runs_user() {
+            bar.set_message("waiting for the other replicas");
+            let claimed = s.markers().claim_user(s.identity()).await;
+            let joined = match claimed {
+                Ok(()) => {
+                    s.wait_for_members(a.members, clock.as_ref(), MEMBERS_LIMIT)
+                        .await
+                }
+                Err(e) => Err(e),
+            };
+            match joined {
+                Ok(()) => {
+                    if let Err(e) = continue_world(&mut user, &sets_src, args.sets).await {
+                        problems.push(e);
+                    }
+                }
+                Err(e) => problems.push(e),
+            }
+        }
+    }
+
     // The user phase.
     let user_phase = Duration::from_secs(args.duration_secs);
     let deadline = clock.now() + user_phase;
     let mut last_look = clock.now();
     let mut user_ops = 0u64;
     let mut last_user_ok = clock.now();
-    while problems.is_empty() && clock.now() < deadline {
+    while runs_user && problems.is_empty() && clock.now() < deadline {
         if !leading() {
             problems.push("lost the lease during the user phase".into());
             break;
@@ -310,9 +387,20 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
             ));
         }
     }
-    let user_ended = clock.now();
+    let mut user_ended = clock.now();
     for f in &faults {
         f.heal();
+    }
+    // Sharded: the user's replica tells the others it has finished.
+    let mut user_done = shard.is_none();
+    if let Some(s) = shard
+        .as_ref()
+        .filter(|s| s.runs_user() && problems.is_empty())
+    {
+        match s.markers().mark_user_done().await {
+            Ok(()) => user_done = true,
+            Err(e) => problems.push(e),
+        }
     }
     if args.quiet {
         println!(
@@ -325,6 +413,33 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
     let mut converged = false;
     let mut last_problems = Vec::new();
     while problems.is_empty() {
+        if !user_done {
+            // Sharded, without the user: the settle starts once the user's marker is there.
+            if let Some(s) = &shard {
+                match s.markers().user_done().await {
+                    Ok(true) => {
+                        user_done = true;
+                        user_ended = clock.now();
+                    }
+                    Ok(false) => {}
+                    Err(e) => last_problems = vec![e],
+                }
+            }
+            if !user_done {
+                let waited = clock.now().saturating_duration_since(user_ended);
+                if waited > user_phase + MARKER_SLACK {
+                    problems.push(format!(
+                        "the user's marker did not appear within {:?}",
+                        user_phase + MARKER_SLACK
+                    ));
+                    break;
+                }
+                bar.set_message("waiting for the user to finish");
+                bar.tick();
+                clock.sleep_async(LOOK_EVERY).await;
+                continue;
+            }
+        }
         let idle = handle.queue().is_empty()
             && handle.queue().in_flight() == 0
             && handle.queue().waiting_len() == 0;
@@ -370,6 +485,10 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
 
     // Stop everything: the controller drains its queue, then the informers stop.
     let stats = handle.shutdown_async().await;
+    let shard_line = match shard {
+        Some(s) => Some(sharded::stats_line(&s.leave().await)),
+        None => None,
+    };
     factory.shutdown().await;
     let election_line = match (&election, &led) {
         (Some(e), Some(led)) => Some(format!(
@@ -402,6 +521,9 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
         problems.extend(last_problems.into_iter().take(10));
     }
     problems.extend(final_problems.into_iter().take(10));
+    if let Some(p) = reconcile_log.as_ref().and_then(|l| l.problem()) {
+        problems.push(p);
+    }
     let elapsed = converged_at.saturating_duration_since(start);
 
     Report {
@@ -419,6 +541,8 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
         metrics: provider,
         faults: faults.iter().map(|f| f.stats()).collect(),
         election: election_line,
+        shard: shard_line,
+        reconcile_log: reconcile_log.map(|l| (args.reconcile_log.clone(), l.written())),
     }
     .into()
 }

@@ -26,6 +26,10 @@ pub(crate) struct Report {
     pub(crate) faults: Vec<FaultStats>,
     /// `--leader-elect`: how this replica came to lead.
     pub(crate) election: Option<String>,
+    /// `--shard`: this member's final sharding stats.
+    pub(crate) shard: Option<String>,
+    /// `--reconcile-log`: where, and how many lines were written.
+    pub(crate) reconcile_log: Option<(Option<std::path::PathBuf>, u64)>,
 }
 
 /// A report for a run that could not even start.
@@ -99,6 +103,13 @@ impl Report {
         );
         if let Some(e) = &self.election {
             println!("  election    {e}");
+        }
+        if let Some(s) = &self.shard {
+            println!("  shard       {s}");
+        }
+        if let Some((path, n)) = &self.reconcile_log {
+            let path = path.as_ref().map(|p| p.display().to_string());
+            println!("  reconciles  {n} logged to {}", path.unwrap_or_default());
         }
         println!(
             "  world       {} sets, {} pods at the end (sets start at {}, 0..={} replicas each)",

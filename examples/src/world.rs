@@ -107,6 +107,9 @@ pub(crate) struct Ctx<S: Source<ReplicaSet>, P: Source<Pod>> {
     /// Sets whose last reconcile wrote (their next reconcile is a follow-up).
     wrote: Mutex<HashSet<ObjectKey>>,
     next_pod: AtomicU64,
+    /// Put before a pod's number in its name (replicas set it apart: several of them create
+    /// pods for one set over time).
+    pub(crate) pod_prefix: String,
 }
 
 impl<S: Source<ReplicaSet>, P: Source<Pod>> Ctx<S, P> {
@@ -128,6 +131,7 @@ impl<S: Source<ReplicaSet>, P: Source<Pod>> Ctx<S, P> {
             stats: Arc::new(ReconcileStats::default()),
             wrote: Mutex::new(HashSet::new()),
             next_pod: AtomicU64::new(0),
+            pod_prefix: String::new(),
         }
     }
 }
@@ -162,7 +166,7 @@ pub(crate) async fn reconcile<S: Source<ReplicaSet>, P: Source<Pod>>(
         for _ in pods.len()..want {
             let n = ctx.next_pod.fetch_add(1, Relaxed);
             let pod = Pod {
-                name: format!("{set_name}-{n:x}"),
+                name: format!("{set_name}-{}{n:x}", ctx.pod_prefix),
                 owner: key.to_string(),
                 rv: ResourceVersion::default(),
             };

@@ -95,6 +95,11 @@ impl ShardConfig {
         self
     }
 
+    /// The configured identity.
+    pub fn get_identity(&self) -> &str {
+        &self.identity
+    }
+
     /// The configured lease duration.
     pub fn get_lease_duration(&self) -> Duration {
         self.lease_duration
