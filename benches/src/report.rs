@@ -1,17 +1,27 @@
 //! The Markdown report of a workload run: `workloads <selector> --report BENCHMARKS.md` writes the
 //! medians of every (workload, implementation) as tables, one SVG bar chart per workload (kcache,
-//! client-go's recorded figure, the peers, the floor) and a headline chart of kcache against
-//! client-go, with the machine, the date and the command that made them.
+//! client-go's figure where there is one, the peers, the floor) and a headline chart of kcache
+//! against client-go, with the machine, the date and the command that made them. Paragraphs are
+//! wrapped to [`WIDTH`] columns, and every ratio is [`ahead_by`]: how many times better kcache's
+//! figure is, above 1 whenever kcache is ahead.
 //!
 //! The charts go to a folder beside the report named after it in lower case (`BENCHMARKS.md` →
 //! `benchmarks/`), linked relatively, so the report reads on any Markdown viewer of the
-//! repository.
+//! repository. [`render`] builds the report without touching the disk; [`write`] saves it.
 
 mod chart;
+mod compare;
+mod ratio;
 mod reference;
+mod text;
 
 pub use chart::{bar_chart, short, Bar, BarKind};
-pub use reference::{client_go, higher_is_better, machine, now_utc};
+pub use ratio::{ahead_by, format_ratio, higher_is_better};
+pub use reference::{
+    client_go, client_go_figures, machine, now_utc, ClientGoFigure, CLIENT_GO, CLIENT_GO_LABEL,
+    CLIENT_GO_PROVENANCE,
+};
+pub use text::{wrap, WIDTH};
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -56,6 +66,24 @@ pub struct Report<'a> {
     pub notes: &'a [String],
 }
 
+/// Where and when a report was made: [`machine`] and [`now_utc`] for a real one.
+#[derive(Debug, Clone)]
+pub struct Stamp {
+    /// The machine, in one line.
+    pub machine: String,
+    /// The date and time.
+    pub date: String,
+}
+
+/// A report ready to save: its Markdown and its charts (file name in the chart folder, SVG text).
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    /// The Markdown text.
+    pub markdown: String,
+    /// The charts the Markdown links to.
+    pub charts: Vec<(String, String)>,
+}
+
 /// Writes `report` to `path` and its charts beside it; returns every file written.
 ///
 /// # Errors
@@ -65,25 +93,54 @@ pub fn write(report: &Report<'_>, path: &Path) -> Result<Vec<PathBuf>, String> {
     let stem = path
         .file_stem()
         .map_or("report".into(), |s| s.to_string_lossy().to_lowercase());
+    let stamp = Stamp {
+        machine: machine(),
+        date: now_utc(),
+    };
+    let rendered = render(report, &stamp, &stem)?;
     let charts = dir.join(&stem);
     std::fs::create_dir_all(&charts).map_err(|e| format!("{}: {e}", charts.display()))?;
     let mut written = Vec::new();
-    let mut save = |name: &str, svg: String| -> Result<String, String> {
+    for (name, svg) in &rendered.charts {
         let file = charts.join(name);
         std::fs::write(&file, svg).map_err(|e| format!("{}: {e}", file.display()))?;
         written.push(file);
-        Ok(format!("{stem}/{name}"))
-    };
+    }
+    std::fs::write(path, &rendered.markdown).map_err(|e| format!("{}: {e}", path.display()))?;
+    written.push(path.to_path_buf());
+    Ok(written)
+}
 
-    let mut md = header(report);
-    if let Some(svg) = headline_chart(report.summaries)? {
-        let link = save("headline.svg", svg)?;
+/// The report's Markdown and charts, the charts linked as `{chart_dir}/{name}.svg`.
+///
+/// # Errors
+/// A chart that cannot be drawn (a workload without any value gets a line saying so instead).
+pub fn render(report: &Report<'_>, stamp: &Stamp, chart_dir: &str) -> Result<Rendered, String> {
+    let mut charts = Vec::new();
+    let mut link = |name: &str, svg: String| {
+        let file = format!("{name}.svg");
+        let link = format!("{chart_dir}/{file}");
+        charts.push((file, svg));
+        link
+    };
+    let mut md = header(report, stamp);
+    if let Some(svg) = compare::headline_chart(report.summaries)? {
         md.push_str("## kcache against client-go\n\n");
-        let _ = writeln!(md, "![kcache against client-go]({link})\n");
-        md.push_str(&headline_table(report.summaries));
+        let _ = writeln!(
+            md,
+            "![kcache against client-go]({})\n",
+            link("headline", svg)
+        );
+        paragraph(
+            &mut md,
+            "Each bar is kcache ahead of client-go by (the line marks 1): one for this run's \
+             kcache figure against client-go's, and one for the ratio measured side by side in \
+             client-go's sitting, where kcache's figure was recorded there too.",
+        );
+        md.push_str(&compare::headline_table(report.summaries));
     }
     md.push_str("\n## Every workload\n");
-    for workload in workloads(report.summaries) {
+    for workload in compare::workloads(report.summaries) {
         let rows: Vec<&Summary> = report
             .summaries
             .iter()
@@ -96,310 +153,108 @@ pub fn write(report: &Report<'_>, path: &Path) -> Result<Vec<PathBuf>, String> {
             "lower is better"
         };
         let _ = writeln!(md, "\n### {workload}: `{}` ({better})\n", first.headline);
-        let bars = workload_bars(&workload, &rows);
-        let title = format!("{workload}: {}", first.headline);
-        match bar_chart(
-            &title,
-            &format!("{} ({better})", first.headline),
-            &bars,
-            None,
-        ) {
+        let chart = compare::workload_chart(&workload, &rows);
+        match bar_chart(&chart.title, &chart.axis, &chart.bars, None) {
             Ok(svg) => {
-                let link = save(&format!("{workload}.svg"), svg)?;
-                let _ = writeln!(md, "![{workload}]({link})\n");
+                let _ = writeln!(md, "![{workload}]({})\n", link(&workload, svg));
             }
             Err(why) => {
                 let _ = writeln!(md, "(no chart: {why})\n");
             }
         }
-        md.push_str(&metrics_table(&rows));
+        md.push_str(&compare::metrics_table(&workload, &rows));
     }
-    std::fs::write(path, md).map_err(|e| format!("{}: {e}", path.display()))?;
-    written.push(path.to_path_buf());
-    Ok(written)
+    Ok(Rendered {
+        markdown: md,
+        charts,
+    })
 }
 
-fn header(report: &Report<'_>) -> String {
-    let mut md = String::from("# kcache benchmarks\n\n");
-    let _ = writeln!(
-        md,
-        "Generated by `{}` on {}, on {}: {} run(s) per (workload, implementation), each in a \
-         fresh process, interleaved; every figure is the median of the runs. The workloads are \
-         defined in the runner's `--help` and in `benches/src/workloads/`; the implementations \
-         are kcache, its peers (kube-runtime), straightforward baselines (naive, rwlock-hashmap) \
-         and the floor (the cost of the hand-off alone).\n",
-        report.command,
-        now_utc(),
-        machine(),
-        report.runs,
-    );
-    md.push_str(
-        "client-go's bars are the figures `benches/src/report/reference.rs` records for client-go v0.36.3 on a 2-core \
-         machine of the same kind (median of 7 runs), not measured in this run: read them as \
-         orders of magnitude. Machines are noisy (±20-30 %); compare within one run and quote \
-         ratios. A chart switches to a log scale when its values spread more than 20x.\n\n",
-    );
-    if let Some(paragraph) = calibration(report.summaries) {
-        let _ = writeln!(md, "{paragraph}\n");
+/// Appends `text` as one paragraph wrapped to [`WIDTH`], and a blank line.
+fn paragraph(md: &mut String, text: &str) {
+    md.push_str(&wrap(text, WIDTH));
+    md.push_str("\n\n");
+}
+
+/// The command in a shell block, continued over several lines (`\`) where it is wider than
+/// [`WIDTH`], broken before its options.
+fn command_block(command: &str) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for (i, part) in command.split(" --").enumerate() {
+        let part = if i == 0 {
+            part.to_string()
+        } else {
+            format!(" --{part}")
+        };
+        // 2 columns for the " \" that ends a continued line.
+        if !line.is_empty() && line.len() + part.len() + 2 > WIDTH {
+            lines.push(std::mem::take(&mut line));
+            line.push_str("   ");
+        }
+        line.push_str(&part);
     }
+    lines.push(line);
+    format!("```sh\n{}\n```\n\n", lines.join(" \\\n"))
+}
+
+fn header(report: &Report<'_>, stamp: &Stamp) -> String {
+    let mut md = String::from("# kcache benchmarks\n\n");
+    paragraph(
+        &mut md,
+        &format!(
+            "Made on {} on {}, by the command below: {} run(s) of every (workload, \
+             implementation), each in a fresh process, the implementations interleaved; every \
+             figure is the median of its runs.",
+            stamp.date, stamp.machine, report.runs,
+        ),
+    );
+    md.push_str(&command_block(report.command));
+    paragraph(
+        &mut md,
+        "The workloads, their implementations and every metric are defined in \
+         [benches/WORKLOADS.md](benches/WORKLOADS.md) (the runner's `--help` lists them too). \
+         Beside kcache run its peer kube-runtime, straightforward baselines (`naive`, client-go's \
+         design ported as it is; `rwlock-hashmap`) and the floor (the hand-off alone, which no \
+         implementation can beat).",
+    );
+    paragraph(
+        &mut md,
+        "**kcache ahead by**, in every table and chart below, is how many times better kcache's \
+         figure is than the other one: the other's figure divided by kcache's for a cost (time, \
+         bytes: lower is better), kcache's divided by the other's for a rate (per second: higher \
+         is better). Above 1 kcache is ahead, below 1 it is behind, whatever the metric.",
+    );
+    paragraph(
+        &mut md,
+        &format!(
+            "client-go is Go and does not run here. Its figures are those of {CLIENT_GO_PROVENANCE}. \
+             Where that sitting recorded kcache's figure too, the ratio of the two compares them on \
+             one machine at one time; this run's kcache figure against client-go's spans two \
+             sittings: read it as an order of magnitude."
+        ),
+    );
+    paragraph(
+        &mut md,
+        "Machines are noisy (20-50 % between sittings on a shared 2-core machine): compare within \
+         one run, and quote ratios with the load average. A chart switches to a log scale when \
+         its values spread more than 20x.",
+    );
     if report.failed > 0 {
-        let _ = writeln!(
-            md,
-            "**{} run(s) failed** (crashed, timed out or gave a wrong answer); their workloads \
-             show the runs that passed.\n",
-            report.failed
+        paragraph(
+            &mut md,
+            &format!(
+                "**{} run(s) failed** (crashed, timed out or gave a wrong answer); their \
+                 workloads show the runs that passed.",
+                report.failed
+            ),
         );
     }
     for note in report.notes {
-        let _ = writeln!(md, "{note}\n");
+        paragraph(&mut md, note);
     }
-    md
-}
-
-/// q1's naive queue as recorded beside client-go's figures (711 ns/item when
-/// client-go did 552): the one baseline measured on both machines.
-const NAIVE_Q1_WHEN_CLIENT_GO_WAS_RECORDED: f64 = 711.0;
-
-/// How far client-go's recorded figures can be trusted in this run: the naive q1 queue ran on
-/// both machines, so its ratio says how much faster this one is, and client-go's q1 scaled by it
-/// is what client-go would likely do here. `None` without a naive q1 row.
-fn calibration(summaries: &[Summary]) -> Option<String> {
-    let q1 = |imp: &str| {
-        summaries
-            .iter()
-            .find(|s| s.workload == "q1" && s.imp == imp)
-            .and_then(|s| s.get("ns_per_item"))
-    };
-    let naive = q1("naive").filter(|n| *n > 0.0)?;
-    let speed = NAIVE_Q1_WHEN_CLIENT_GO_WAS_RECORDED / naive;
-    let go = client_go("q1")?;
-    let mut text = format!(
-        "**Calibration: read the client-go column with care.** The naive queue (q1) took {} \
-         ns/item in this run and {} when client-go's figures were recorded: this machine ran it \
-         {speed:.2}x as fast. client-go's q1 scaled the same way would be about {} ns/item",
-        short(naive),
-        short(NAIVE_Q1_WHEN_CLIENT_GO_WAS_RECORDED),
-        short(go / speed),
-    );
-    if let Some(k) = q1("kcache") {
-        let _ = write!(text, " against kcache's {}", short(k));
-    }
-    text.push_str(
-        ". The \"kcache ahead by\" column divides figures from two machines and overstates kcache \
-         wherever this machine is the faster one; only a side-by-side run of client-go settles it.",
-    );
-    Some(text)
-}
-
-/// Workload names in first-seen order.
-fn workloads(summaries: &[Summary]) -> Vec<String> {
-    let mut names: Vec<String> = Vec::new();
-    for s in summaries {
-        if !names.contains(&s.workload) {
-            names.push(s.workload.clone());
-        }
-    }
-    names
-}
-
-fn kind(imp: &str) -> BarKind {
-    match imp {
-        "kcache" => BarKind::Kcache,
-        "floor" | "memory-source" => BarKind::Floor,
-        _ => BarKind::Peer,
-    }
-}
-
-fn workload_bars(workload: &str, rows: &[&Summary]) -> Vec<Bar> {
-    let mut bars: Vec<Bar> = rows
-        .iter()
-        .filter_map(|s| {
-            s.get(&s.headline).map(|value| Bar {
-                label: s.imp.clone(),
-                value,
-                kind: kind(&s.imp),
-            })
-        })
-        .collect();
-    if let Some(value) = client_go(workload) {
-        let at = usize::from(!bars.is_empty());
-        bars.insert(
-            at,
-            Bar {
-                label: "client-go (recorded)".into(),
-                value,
-                kind: BarKind::Recorded,
-            },
-        );
-    }
-    bars
-}
-
-/// (workload, metric, kcache, client-go, client-go / kcache) where both are known.
-fn against_client_go(summaries: &[Summary]) -> Vec<(String, String, f64, f64, f64)> {
-    summaries
-        .iter()
-        .filter(|s| s.imp == "kcache")
-        .filter_map(|s| {
-            let (k, g) = (s.get(&s.headline)?, client_go(&s.workload)?);
-            (k > 0.0).then(|| {
-                let r = if higher_is_better(&s.headline) {
-                    k / g
-                } else {
-                    g / k
-                };
-                (s.workload.clone(), s.headline.clone(), k, g, r)
-            })
-        })
-        .collect()
-}
-
-fn headline_chart(summaries: &[Summary]) -> Result<Option<String>, String> {
-    let rows = against_client_go(summaries);
-    if rows.is_empty() {
-        return Ok(None);
-    }
-    let bars: Vec<Bar> = rows
-        .iter()
-        .map(|(w, m, .., r)| Bar {
-            label: format!("{w} ({m})"),
-            value: *r,
-            kind: BarKind::Kcache,
-        })
-        .collect();
-    let title = "kcache against client-go: client-go's cost / kcache's (above 1: kcache ahead)";
-    bar_chart(title, "times", &bars, Some(1.0)).map(Some)
-}
-
-fn headline_table(summaries: &[Summary]) -> String {
-    let mut md = String::from(
-        "| workload | metric | kcache | client-go (recorded) | kcache ahead by |\n|---|---|---:|---:|---:|\n",
-    );
-    for (w, m, k, g, r) in against_client_go(summaries) {
-        let _ = writeln!(
-            md,
-            "| {w} | `{m}` | {} | {} | {r:.2}x |",
-            short(k),
-            short(g)
-        );
-    }
-    md
-}
-
-/// One row per metric, one column per implementation, plus the headline ratio to kcache.
-fn metrics_table(rows: &[&Summary]) -> String {
-    let mut md = String::from("| metric |");
-    for s in rows {
-        let _ = write!(md, " {} |", s.imp);
-    }
-    md.push_str("\n|---|");
-    md.push_str(&"---:|".repeat(rows.len()));
-    md.push('\n');
-    let mut metrics: Vec<&str> = Vec::new();
-    for s in rows {
-        for (name, _) in &s.medians {
-            if !metrics.contains(&name.as_str()) {
-                metrics.push(name);
-            }
-        }
-    }
-    let kcache = rows
-        .iter()
-        .find(|s| s.imp == "kcache")
-        .and_then(|s| s.get(&s.headline));
-    for metric in metrics {
-        let _ = write!(md, "| `{metric}` |");
-        for s in rows {
-            let _ = write!(md, " {} |", s.get(metric).map_or("".into(), short));
-        }
-        md.push('\n');
-    }
-    if let Some(base) = kcache.filter(|b| *b > 0.0) {
-        md.push_str("| headline / kcache |");
-        for s in rows {
-            let r = s
-                .get(&s.headline)
-                .map_or(String::new(), |v| format!("{:.2}", v / base));
-            let _ = write!(md, " {r} |");
-        }
-        md.push('\n');
-    }
-    md.push_str("| runs |");
-    for s in rows {
-        let _ = write!(md, " {} |", s.runs);
-    }
-    md.push('\n');
     md
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn summary(workload: &str, imp: &str, headline: &str, value: f64) -> Summary {
-        Summary {
-            workload: workload.into(),
-            headline: headline.into(),
-            imp: imp.into(),
-            runs: 3,
-            medians: vec![(headline.into(), value), ("peak_rss_mib".into(), 12.5)],
-        }
-    }
-
-    #[test]
-    fn the_header_scales_client_go_by_the_naive_queue_measured_on_both_machines() {
-        let summaries = [
-            summary("q1", "kcache", "ns_per_item", 232.0),
-            summary("q1", "naive", "ns_per_item", 177.75),
-        ];
-        let text = calibration(&summaries).unwrap();
-        assert!(text.contains("4.00x as fast"), "{text}");
-        assert!(
-            text.contains("about 138 ns/item against kcache's 232"),
-            "{text}"
-        );
-        assert!(calibration(&summaries[..1]).is_none());
-    }
-
-    #[test]
-    fn a_report_has_its_command_tables_and_charts_on_disk() {
-        let dir = std::env::temp_dir().join(format!("kcache-report-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let summaries = [
-            summary("q1", "kcache", "ns_per_item", 276.0),
-            summary("q1", "naive", "ns_per_item", 711.0),
-            summary("q1", "floor", "ns_per_item", 65.0),
-            summary("e1", "kcache", "events_per_s", 2.0e6),
-            summary("e1", "kube-runtime", "events_per_s", 1.48e6),
-        ];
-        let report = Report {
-            command: "workloads q1,e1 --runs 3 --report BENCH.md",
-            runs: 3,
-            summaries: &summaries,
-            failed: 0,
-            notes: &["A note.".to_string()],
-        };
-        let written = write(&report, &dir.join("BENCH.md")).unwrap();
-        let md = std::fs::read_to_string(dir.join("BENCH.md")).unwrap();
-        assert!(md.contains("`workloads q1,e1 --runs 3 --report BENCH.md`"));
-        assert!(md.contains("A note."));
-        assert!(md.contains("![q1](bench/q1.svg)"));
-        assert!(md.contains("![kcache against client-go](bench/headline.svg)"));
-        // q1: client-go recorded 552 ns/item against kcache's 276: 2x.
-        assert!(
-            md.contains("| q1 | `ns_per_item` | 276 | 552 | 2.00x |"),
-            "{md}"
-        );
-        assert!(
-            md.contains("| headline / kcache | 1.00 | 2.58 | 0.24 |"),
-            "{md}"
-        );
-        assert!(md.contains("### e1: `events_per_s` (higher is better)"));
-        for f in ["bench/q1.svg", "bench/e1.svg", "bench/headline.svg"] {
-            let svg = std::fs::read_to_string(dir.join(f)).unwrap();
-            assert!(svg.starts_with("<svg"), "{f}");
-        }
-        assert_eq!(written.len(), 4);
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-}
+mod tests;

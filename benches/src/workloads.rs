@@ -1,4 +1,5 @@
-//! The workloads (defined in the runner's `--help`), one module each, and the registry the runner reads.
+//! The workloads (defined in the crate's WORKLOADS.md), one module each, and the registry the
+//! runner reads.
 //!
 //! A workload is a [`Workload`]: a name, its headline metric, the implementations it compares and
 //! a function that runs one implementation once, in the current process, and returns its metrics
@@ -29,7 +30,7 @@ pub type Metrics = Vec<(&'static str, f64)>;
 pub struct Workload {
     /// The name on the command line and in the JSON lines (`q1`, `q4limiter-grow-1t`, …).
     pub name: &'static str,
-    /// The metric that `ratio_vs_kcache` compares.
+    /// The metric that `kcache_ahead_by` compares.
     pub headline: &'static str,
     /// The implementations, `kcache` first.
     pub impls: &'static [&'static str],
@@ -112,4 +113,57 @@ pub(crate) fn join<R>(handle: std::thread::JoinHandle<R>) -> Result<R, String> {
     handle
         .join()
         .map_err(|_| "a worker thread panicked".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The crate's WORKLOADS.md, which defines every workload.
+    const PAGE: &str = include_str!("../WORKLOADS.md");
+
+    /// The text of the page's section (`### ...`) whose heading names `workload`.
+    fn section(workload: &str) -> Option<&'static str> {
+        PAGE.split("\n### ").skip(1).find(|s| {
+            let heading = s.lines().next().unwrap_or_default();
+            heading.split(", ").any(|name| name == workload)
+        })
+    }
+
+    #[test]
+    fn the_workloads_page_defines_every_workload_with_its_headline_and_implementations() {
+        for w in registry() {
+            let text = section(w.name)
+                .unwrap_or_else(|| panic!("WORKLOADS.md has no section for {}", w.name));
+            let summary = text.lines().nth(1).unwrap_or_default();
+            assert!(
+                summary.starts_with(&format!("Headline `{}` ·", w.headline)),
+                "{}: {summary}",
+                w.name
+            );
+            let listed: Vec<&str> = summary
+                .split("implementations ")
+                .nth(1)
+                .unwrap_or_default()
+                .trim_end_matches('.')
+                .split(", ")
+                .map(|i| i.trim_matches('`'))
+                .collect();
+            assert_eq!(listed, w.impls, "{}", w.name);
+        }
+        // And defines nothing the runner does not run.
+        let names: Vec<&str> = registry().iter().map(|w| w.name).collect();
+        for heading in PAGE
+            .split("\n### ")
+            .skip(1)
+            .filter_map(|s| s.lines().next())
+        {
+            for name in heading.split(", ") {
+                assert!(
+                    names.contains(&name),
+                    "WORKLOADS.md defines {name}, the runner has none"
+                );
+            }
+        }
+    }
 }

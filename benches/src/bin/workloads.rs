@@ -1,6 +1,7 @@
-//! The workload runner: runs the workloads its `--help` defines for kcache and its baselines, each run
-//! in a fresh child process, and prints one JSON line per run and one summary line per
-//! (workload, implementation). Run with `--help` for the usage.
+//! The workload runner: runs the workloads of `benches/WORKLOADS.md` for kcache and the
+//! implementations it is compared with, each run in a fresh child process, and prints one JSON
+//! line per run and one summary line per (workload, implementation). Run with `--help` for the
+//! usage.
 
 use kcache_benches::report;
 use kcache_benches::rss::{cpu_time_ms, peak_rss_mib};
@@ -13,50 +14,39 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::Duration;
 
 const USAGE: &str = "\
-usage: workloads <workload|all> [--impl NAME] [--runs N] [--timeout SECS] [--report FILE [--note TEXT]]
+usage: workloads <selector> [--impl NAME] [--runs N] [--timeout SECS]
+                 [--report FILE [--note TEXT]...]
 
-Runs each (workload, impl, run) in a fresh child process of this binary, prints the child's JSON
-line {\"workload\",\"impl\",\"run\",...metrics...,\"peak_rss_mib\"}, then one summary line per
-(workload, impl) with the median of every metric over the runs and, for impls other than kcache,
-\"ratio_vs_kcache\" = impl / kcache for the headline metric (above 1: kcache is faster or smaller).
-Runs are interleaved (run 1 of every impl, then run 2, ...) so drifting machine load hits all impls
-alike. \"cpu_ms\" is the child's whole CPU time (input building included, 10 ms resolution): far
-below wall time x threads means the machine was busy with other work. Exits 1 if any run failed
-its check (wrong count or final state), crashed or timed out; 2 on a usage error.
+Runs each (workload, impl, run) in a fresh child process of this binary, implementations
+interleaved (run 1 of each, then run 2, ...), and prints the child's JSON line
+{\"workload\",\"impl\",\"run\",...metrics...,\"cpu_ms\",\"peak_rss_mib\"}; then one summary line per
+(workload, impl) with the median of every metric and, for impls other than kcache,
+\"kcache_ahead_by\" on the headline metric: how many times better kcache's figure is (the impl's /
+kcache's for a cost, kcache's / the impl's for a rate ending in per_s; above 1: kcache ahead).
+\"cpu_ms\" is the child's whole CPU time (input building included, 10 ms resolution): far below
+wall time x threads means the machine was busy with other work. Exits 1 if any run failed its
+check (wrong count or final state), crashed or timed out; 2 on a usage error.
 
-  <workload>      a name below, `all`, a prefix such as `q4limiter` (all its variants), or
-                  several of these joined by commas (`e1,m1,m2`)
+The workloads, their inputs, metrics, checks and implementations are defined in
+benches/WORKLOADS.md, with client-go's figures and where they come from.
+
+  <selector>      a workload name below, `all`, a prefix such as `q4limiter` (all its variants),
+                  or several of these joined by commas (`e1,m1,m2`)
   --impl NAME     only this implementation (ratios need kcache in the same invocation)
   --runs N        runs per (workload, impl), default 5
   --timeout SECS  kill a run after this long, default 300
   --report FILE   also write a Markdown report to FILE (BENCHMARKS.md) with an SVG bar chart per
-                  workload and one of kcache against client-go's recorded figures, in a folder
-                  beside it named after it (benchmarks/), stamped with the machine, date, command
+                  workload and one of kcache against client-go's figures, in a folder beside it
+                  named after it (benchmarks/), stamped with the machine, date and command
   --note TEXT     a paragraph for the report's header (repeatable)
 
-Implementations: kcache (kcache_workqueue), naive (client-go's design ported as is: Mutex<VecDeque> +
-HashSet dirty/processing + Condvar; waiting-loop thread fed by a bounded channel; Mutex<HashMap>
-limiter), floor (crossbeam unbounded channel, no dedup; q3/q4queue: BinaryHeap + Condvar timer
-thread feeding the channel; q4 limiters: one parking_lot Mutex<HashMap<u64, u32>> with foldhash).
-Store workloads (i1, f1, e1, e1-memory, m1, m2, m2-changed) hold k8s-openapi ConfigMaps: kcache
-(kcache_indexer::Indexer, kcache_deltafifo::DeltaFifo, kcache_informer over a replay of prebuilt
-events in e1 and m2, over kcache_memory in e1-memory and m1), rwlock-hashmap (client-go's
-threadSafeMap as is: parking_lot RwLock<HashMap<String, Arc<T>>> + hand-kept index maps; m1: no
-index), kube-runtime (reflector::Store fed watcher::Events through Writer::apply_watcher_event;
-only the operations it has: no indexes, no DeltaFifo), kube-runtime-shared (e1: store_shared +
-reflector() + 2 subscriber threads). Bytes per object are counted on the building thread by allocation-counter.
-q2 keys are Arc<str> for every impl. q2-dedup: the 1,000 q2 keys queued once, nobody takes
-them, then one producer adds keys[i % 1000] for i in 0..1,000,000 (every add deduplicated; floor:
-a channel push each); ns_per_add = add-loop wall / 1e6; `q2` selects it too. q5 (priority): 100,000
-low-priority items queued, then 2 workers get -> 20 us of spinning work -> done while a producer adds
-10,000 high-priority items, one per 50 us; high_wait_p50_ms / high_wait_p99_ms = add to get of the
-high-priority items, low_wait_max_ms = the longest add to get of a low-priority one; impls kcache
-(PriorityQueue; the run fails if a low-priority item passes the documented bound of 8 x (items ready
-before it + 1) hand-offs), plain (kcache's Queue: one priority), naive (a Mutex<BTreeMap> priority
-queue with client-go's dirty/processing rules, nothing against starvation). q4limiter's variants are separate workloads, named
-q4limiter-{grow,pair}-{1,2}t, so each has its own summary and ratio.
+Implementations: kcache; naive (client-go's design ported as it is); floor (the hand-off alone:
+a crossbeam channel, no dedup); plain (q5: kcache's plain queue, one priority); rwlock-hashmap
+(client-go's thread-safe store as it is); kube-runtime (its reflector store, for the operations it
+has); kube-runtime-shared (e1: its shared store with 2 subscribers); memory-source (e1-memory: the
+source's writes alone).
 
-Workloads:";
+Workloads (name, what it does, headline metric, implementations):";
 
 struct Options {
     workloads: Vec<Workload>,
@@ -88,7 +78,13 @@ fn main() -> ExitCode {
 fn print_usage() {
     println!("{USAGE}");
     for w in registry() {
-        println!("  {:<18} {} (headline {})", w.name, w.about, w.headline);
+        println!("  {:<18} {}", w.name, w.about);
+        println!(
+            "  {:<18} headline {}; {}",
+            "",
+            w.headline,
+            w.impls.join(", ")
+        );
     }
 }
 
@@ -373,7 +369,7 @@ fn write_report(
     Ok(())
 }
 
-/// The medians of `s`'s metrics (in the first run's order), plus the headline ratio to kcache.
+/// The medians of `s`'s metrics, in the first run's order.
 fn medians(s: &Runs) -> Named {
     let Some(first) = s.runs.first() else {
         return Vec::new();
@@ -409,7 +405,9 @@ fn summary_line(s: &Runs, all: &[Runs]) -> Option<String> {
             headline(&m),
             kcache.map(medians).as_ref().and_then(headline),
         ) {
-            m.push(("ratio_vs_kcache".to_string(), mine / base));
+            if let Some(r) = report::ahead_by(s.workload.headline, base, mine) {
+                m.push(("kcache_ahead_by".to_string(), r));
+            }
         }
     }
     m.insert(0, ("runs".to_string(), s.runs.len() as f64));

@@ -11,7 +11,7 @@ const LOG_SPREAD: f64 = 20.0;
 pub enum BarKind {
     /// kcache, measured in this run.
     Kcache,
-    /// A figure recorded elsewhere (client-go's, from `reference.rs`).
+    /// A figure not measured in this run (client-go's, from `reference.rs`).
     Recorded,
     /// A peer or baseline measured in this run (kube-runtime, naive, rwlock-hashmap, …).
     Peer,
@@ -100,15 +100,23 @@ pub fn bar_chart(
     };
     let n = bars.len();
     let height = 70 + 34 * n as u32;
+    // Room for the longest label (about 7 px a character at this font size).
+    let longest = bars
+        .iter()
+        .map(|b| b.label.chars().count())
+        .max()
+        .unwrap_or(0);
+    let label_area = (longest as u32 * 7 + 16).clamp(120, 400);
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (760, height)).into_drawing_area();
+        let root =
+            SVGBackend::with_string(&mut svg, (570 + label_area, height)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let mut chart = ChartBuilder::on(&root)
             .caption(title, ("sans-serif", 17))
             .margin(8)
             .x_label_area_size(34)
-            .y_label_area_size(190)
+            .y_label_area_size(label_area)
             // A segmented 0..m has m + 1 rows (the last value gets its own), so 0..n-1 has n.
             .build_cartesian_2d(start..end, (0..n - 1).into_segmented())
             .map_err(err)?;
@@ -196,7 +204,7 @@ mod tests {
             "ns per item (lower is better)",
             &[
                 bar("kcache", 120.0, BarKind::Kcache),
-                bar("client-go (recorded)", 552.0, BarKind::Recorded),
+                bar("client-go (2026-12-03)", 381.0, BarKind::Recorded),
                 bar("floor", 65.0, BarKind::Floor),
             ],
             None,
@@ -207,10 +215,10 @@ mod tests {
         let texts: Vec<&str> = svg.lines().map(str::trim).collect();
         for text in [
             "kcache",
-            "client-go (recorded)",
+            "client-go (2026-12-03)",
             "floor",
             "120",
-            "552",
+            "381",
             "65",
         ] {
             assert!(texts.contains(&text), "{text} missing");

@@ -1,4 +1,5 @@
-//! e1: informer ingest, every side fed the same prebuilt events (defined in the runner's `--help`).
+//! e1: informer ingest, every side fed the same prebuilt events (defined in the crate's
+//! WORKLOADS.md).
 //!
 //! Inputs, built before any clock starts: the 100,000 objects of the initial list (list version
 //! "100000") and 1,000,000 updates, update `n` on key `n % 10,000` with resourceVersion
@@ -46,7 +47,7 @@ pub(super) const E1: Workload = Workload {
     name: "e1",
     headline: "events_per_s",
     impls: &["kcache", "kube-runtime", "kube-runtime-shared"],
-    about: "informer ingest from prebuilt events: sync 100,000 ConfigMaps, 1,000,000 updates to 2 handlers",
+    about: "informer ingest of prebuilt events: sync 100,000, 1,000,000 updates, 2 handlers",
     run: run_e1,
 };
 

@@ -18,8 +18,7 @@ pub(super) const E1_MEMORY: Workload = Workload {
     name: "e1-memory",
     headline: "events_per_s",
     impls: &["kcache", "memory-source"],
-    about:
-        "informer over kcache-memory, source writes in the wall: 1,000,000 updates to 2 handlers",
+    about: "e1 through kcache-memory, the source's writes in the wall",
     run,
 };
 

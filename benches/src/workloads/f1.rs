@@ -19,7 +19,7 @@ pub(super) const WORKLOAD: Workload = Workload {
     name: "f1",
     headline: "replace_ns_per_object",
     impls: &["kcache"],
-    about: "DeltaFifo: replace 100,000 ConfigMaps, pop all, then 1,000,000 updates on 10,000 keys",
+    about: "DeltaFifo: replace 100,000, pop all, then 1,000,000 updates on 10,000 keys",
     run,
 };
 

@@ -1,6 +1,6 @@
-//! m2 and m2-changed: relist memory (defined in the runner's `--help`). A cache holds the 100,000 objects;
-//! then a relist delivers 100,000 freshly built copies, as a client decoding a list allocates
-//! them: in m2 copies of the same objects (same resource versions), in m2-changed every object
+//! m2 and m2-changed: relist memory (defined in the crate's WORKLOADS.md). A cache holds the
+//! 100,000 objects; then a relist delivers 100,000 freshly built copies, as a client decoding a
+//! list allocates them: in m2 copies of the same objects (same resource versions), in m2-changed every object
 //! changed (label `app-{(i + 7) % 50}`, resourceVersion `{200000 + i}`), so an atomic relist
 //! holds the old and the new state of every object until its swap.
 //! Reported: the peak of live heap bytes during the relist above the steady state before it, per
@@ -40,7 +40,7 @@ pub(super) const M2: Workload = Workload {
     name: "m2",
     headline: "relist_peak_bytes_per_object",
     impls: &["kcache", "kube-runtime"],
-    about: "peak heap bytes above steady state per object while relisting 100,000 ConfigMaps",
+    about: "peak heap bytes per object above steady state while relisting 100,000",
     run: run_m2,
 };
 

@@ -16,7 +16,7 @@ pub(super) const WORKLOAD: Workload = Workload {
     name: "q2-dedup",
     headline: "ns_per_add",
     impls: QUEUE_IMPLS,
-    about: "1,000,000 adds of 1,000 already-queued Arc<str> keys, 1 producer, workers held back",
+    about: "1,000,000 adds of 1,000 already-queued keys, 1 producer, workers held back",
     run,
 };
 

@@ -21,7 +21,7 @@ pub(super) const WORKLOAD: Workload = Workload {
     name: "q3",
     headline: "lateness_p99_ms",
     impls: QUEUE_IMPLS,
-    about: "100,000 add_after with delays of 0-50 ms, 2 workers record lateness (real clock)",
+    about: "100,000 add_after, delays 0-50 ms, 2 workers record lateness (real clock)",
     run,
 };
 

@@ -23,7 +23,7 @@ pub(super) const QUEUE: Workload = Workload {
     name: "q4queue",
     headline: "ns_per_item",
     impls: QUEUE_IMPLS,
-    about: "100,000 add_rate_limited (exponential 1 ms..1000 s), 2 workers get -> done -> forget",
+    about: "100,000 add_rate_limited (exponential, 1 ms..1000 s), 2 workers get/done/forget",
     run: run_queue,
 };
 

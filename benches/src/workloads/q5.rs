@@ -24,7 +24,7 @@ pub(super) const WORKLOAD: Workload = Workload {
     name: "q5",
     headline: "high_wait_p99_ms",
     impls: &["kcache", "plain", "naive"],
-    about: "100,000 low-priority items queued, then 10,000 high-priority adds 1 per 50 us while 2 workers drain (20 us work each)",
+    about: "100,000 low-priority items, then 10,000 high-priority, 1 per 50 us; 2 workers",
     run,
 };
 
