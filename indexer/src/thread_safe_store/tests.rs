@@ -1,4 +1,5 @@
-//! One test per rule of the store (reference §3.1-3.2).
+//! One test per rule of the store: client-go's thread-safe store and indexer, and where kcache
+//! departs from them (the crate docs list the differences).
 
 use super::*;
 use crate::error::BoxError;

@@ -1,8 +1,8 @@
 //! What all handles of one queue share, and every transition of an item's slot.
 //!
-//! The rules (client-go's, plus the fine points in the crate docs) in one place; each transition takes
-//! the item's shard lock only. See [`slots`](super::slots) for the states, [`ready`](super::ready)
-//! for the hand-off to workers and [`timer`](super::timer) for delays.
+//! The rules (client-go's, and the differences the crate docs list) in one place; each transition
+//! takes the item's shard lock only. See [`slots`](super::slots) for the states,
+//! [`ready`](super::ready) for the hand-off to workers and [`timer`](super::timer) for delays.
 //!
 //! # Shutdown
 //! `shut_down` sets `closing`, then locks every shard once. An add that saw `closing` unset did

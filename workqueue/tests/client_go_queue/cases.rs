@@ -170,7 +170,7 @@ fn add_reports_acceptance_and_refuses_after_shutdown() {
     let q = queue();
     assert!(q.add("foo"));
     // client-go's newer `Add` reports (added=false, shutdown=false) for a deduplicated add; kcache
-    // returns one bool, "accepted", which is true for a deduplicated add (DESIGN "Fine points").
+    // returns one bool, "accepted", which is true for a deduplicated add (see `Queue::add`).
     assert!(q.add("foo"));
     assert_eq!(q.len(), 1);
     let drain = {
