@@ -4,6 +4,7 @@
 use clap::error::ErrorKind;
 use clap::{ArgGroup, CommandFactory, Parser};
 use std::fmt;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -44,6 +45,8 @@ pub(crate) struct Args {
     pub(crate) backend: Backend,
     /// `--leader-elect`: this replica's identity and lease duration.
     pub(crate) election: Option<ElectionArgs>,
+    /// `--listen`: where to serve /metrics, /healthz and /readyz.
+    pub(crate) listen: Option<SocketAddr>,
     /// `--shard`: this replica's identity, lease duration, and whether it runs the user.
     pub(crate) shard: Option<ShardArgs>,
     /// `--reconcile-log`: where each finished reconcile is logged.
@@ -82,6 +85,7 @@ impl Default for Args {
             quiet: false,
             backend: Backend::Memory,
             election: None,
+            listen: None,
             shard: None,
             reconcile_log: None,
             reconcile_delay: Duration::ZERO,
@@ -164,6 +168,12 @@ struct Cli {
     /// 15 s / 10 s / 2 s.
     #[arg(long, value_name = "L", requires = "replica", value_parser = clap::value_parser!(u64).range(3..=300))]
     lease_secs: Option<u64>,
+    /// Serve /metrics (Prometheus text: the workqueue_* and informer_* metrics under client-go's
+    /// names), /healthz (the controller's workers, and with --leader-elect the lease's renewal)
+    /// and /readyz (the informers' caches synced) over HTTP on ADDR, e.g. 127.0.0.1:9090
+    /// (port 0: any free port; the address is printed).
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<SocketAddr>,
     /// Append one JSON line per finished reconcile to FILE, flushed per line:
     /// {"key":…,"replica":…,"start_ns":…,"end_ns":…} (system clock, nanoseconds since the Unix
     /// epoch; replica is the identity). kcache-reconcile-check reads these logs.
@@ -209,6 +219,7 @@ where
         quiet: cli.quiet,
         backend,
         election,
+        listen: cli.listen,
         shard,
         reconcile_log: cli.reconcile_log,
         reconcile_delay: Duration::from_millis(cli.reconcile_delay_ms),
@@ -312,11 +323,20 @@ mod tests {
             quiet: true,
             backend: Backend::Memory,
             election: None,
+            listen: None,
             shard: None,
             reconcile_log: None,
             reconcile_delay: Duration::ZERO,
         };
         assert_eq!(parsed.ok(), Some(expected));
+    }
+
+    #[test]
+    fn listen_takes_an_ip_address_and_a_port() {
+        let listen = run(&["--listen", "127.0.0.1:0"])
+            .ok()
+            .and_then(|a| a.listen);
+        assert_eq!(listen, Some(SocketAddr::from(([127, 0, 0, 1], 0))));
     }
 
     #[test]
@@ -495,6 +515,8 @@ mod tests {
             &["--duration-secs", "3601"],
             &["--seed=x"],
             &["--chaos=yes"],
+            &["--listen", "localhost"],
+            &["--listen", "127.0.0.1"],
             &["--verbose"],
             &["sets"],
         ] {
@@ -531,6 +553,7 @@ mod tests {
             "--leader-elect",
             "--identity",
             "--lease-secs",
+            "--listen",
             "--shard",
             "--user",
             "--members",

@@ -15,6 +15,7 @@ mod election;
 #[cfg(feature = "etcd")]
 mod etcd;
 mod metrics;
+mod prom;
 mod reconcile_log;
 mod report;
 mod sharded;
@@ -24,6 +25,7 @@ mod world;
 use crate::args::{Args, Backend};
 use crate::election::Election;
 use crate::metrics::DemoMetricsProvider;
+use crate::prom::{Prometheus, Tee};
 use crate::reconcile_log::{ReconcileLog, Wrap};
 use crate::report::{Report, ReportOrFailure};
 use crate::sharded::Sharded;
@@ -36,7 +38,7 @@ use kcache_indexer::Indexers;
 use kcache_informer::{HandlerFuncs, InformerFactory, InformerOptions, SharedIndexInformer};
 use kcache_memory::MemorySource;
 use kcache_reflector::{FaultInjector, FaultPlan};
-use kcache_workqueue::ItemExponentialFailureRateLimiter;
+use kcache_workqueue::{ItemExponentialFailureRateLimiter, MetricsProvider};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -182,17 +184,22 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
     let pods_lw = FaultInjector::with_clock(pods_src.list_watcher(), plan(0x9006), clock.clone());
     let faults = [sets_lw.handle(), pods_lw.handle()];
 
+    // `--listen`: the metrics also go to a Prometheus registry.
+    let prometheus = args.listen.map(|_| Prometheus::new());
     let factory = InformerFactory::new();
     let informers = factory
         .informer_for("replicasets", || {
-            SharedIndexInformer::with_options(sets_lw, InformerOptions::new().name("replicasets"))
+            SharedIndexInformer::with_options(
+                sets_lw,
+                informer_options("replicasets", prometheus.as_ref()),
+            )
         })
         .and_then(|sets| {
             let indexers = Indexers::new().with(OWNER_INDEX, |p: &Pod| Ok(vec![p.owner.clone()]));
             let pods = factory.informer_for("pods", || {
                 SharedIndexInformer::with_options(
                     pods_lw,
-                    InformerOptions::new().name("pods").indexers(indexers),
+                    informer_options("pods", prometheus.as_ref()).indexers(indexers),
                 )
             })?;
             Ok((sets, pods))
@@ -249,9 +256,16 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
     if let Some(s) = &shard {
         builder = builder.shard(s.gate());
     }
+    let queue_metrics: Arc<dyn MetricsProvider> = match &prometheus {
+        Some(p) => {
+            builder = builder.stale_sync_skips_metric(p.stale_sync_skips.clone());
+            Arc::new(Tee(Arc::new(provider.clone()), Arc::new(p.queue.clone())))
+        }
+        None => Arc::new(provider.clone()),
+    };
     let controller = builder
         .workers(args.workers)
-        .metrics(Arc::new(provider.clone()))
+        .metrics(queue_metrics)
         .clock(clock.clone())
         .rate_limiter(ItemExponentialFailureRateLimiter::new(
             Duration::from_millis(5),
@@ -294,6 +308,25 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
     }) {
         Ok(h) => h,
         Err(e) => return Report::failed(vec![format!("controller: {e}")]),
+    };
+
+    // `--listen`: /readyz answers 503 until the informers below have synced.
+    let _ops = match (args.listen, prometheus) {
+        (Some(addr), Some(prometheus)) => {
+            let leader = election.as_ref().zip(args.election.as_ref());
+            let leader = leader.map(|(e, a)| (e.status(), Duration::from_secs(a.lease_secs)));
+            match prom::serve(addr, prometheus, &factory, &handle, leader) {
+                Ok(server) => {
+                    println!(
+                        "kcache-demo: serving /metrics, /healthz and /readyz on http://{}",
+                        server.local_addr()
+                    );
+                    Some(server)
+                }
+                Err(e) => return Report::failed(vec![e]),
+            }
+        }
+        _ => None,
     };
 
     let start = clock.now();
@@ -545,6 +578,15 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
         reconcile_log: reconcile_log.map(|l| (args.reconcile_log.clone(), l.written())),
     }
     .into()
+}
+
+/// An informer's options: its name, and with `--listen` the Prometheus informer metrics.
+fn informer_options<T>(name: &str, prometheus: Option<&Prometheus>) -> InformerOptions<T> {
+    let options = InformerOptions::new().name(name);
+    match prometheus {
+        Some(p) => options.metrics(Arc::new(p.informers.clone())),
+        None => options,
+    }
 }
 
 /// Creates the initial sets.
