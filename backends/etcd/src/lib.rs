@@ -80,7 +80,8 @@
 //! # Leader election
 //! [`EtcdLock`] is a `kcache-leaderelection` lock on one key (compare-and-swap on `mod_revision`;
 //! its docs say why not an etcd lease), so replicas of a controller elect a leader through the
-//! etcd they already read.
+//! etcd they already read. [`EtcdMembers`] keeps the member records of `kcache-controller`'s
+//! active-active sharding under a key prefix (a `kcache-leaderelection` `MemberStore`).
 //!
 //! # Examples
 //! A reflector keeping a store of jobs in step with `/jobs/` (needs a running etcd):

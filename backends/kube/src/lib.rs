@@ -15,6 +15,8 @@
 //!
 //! - [`LeaseLock`]: a `kcache-leaderelection` lock on a `coordination.k8s.io/v1` Lease, so
 //!   replicas of a controller elect a leader as client-go's do.
+//! - [`LeaseMembers`]: the member records of `kcache-controller`'s active-active sharding, as
+//!   Leases labelled with their group.
 //!
 //! Coming from kube-runtime? The [`migration`] page maps its watcher, reflector, `Store`,
 //! `Controller` and scheduler to their kcache counterparts, with a complete controller.
