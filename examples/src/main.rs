@@ -361,6 +361,7 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
     // A sharded replica with the user claims it, waits for the other replicas if asked to, and
     // seeds or continues the world; the others skip the user phase.
     let runs_user = shard.as_ref().is_none_or(|s| s.runs_user());
+    let terminated = || shard.as_ref().is_some_and(|s| s.terminated());
     if let (Some(s), Some(a)) = (&shard, &args.shard) {
         if s.runs_user() {
             bar.set_message("waiting for the other replicas");
@@ -389,7 +390,7 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
     let mut last_look = clock.now();
     let mut user_ops = 0u64;
     let mut last_user_ok = clock.now();
-    while runs_user && problems.is_empty() && clock.now() < deadline {
+    while runs_user && problems.is_empty() && clock.now() < deadline && !terminated() {
         if !leading() {
             problems.push("lost the lease during the user phase".into());
             break;
@@ -445,7 +446,7 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
     // returns, and that read checks out.
     let mut converged = false;
     let mut last_problems = Vec::new();
-    while problems.is_empty() {
+    while problems.is_empty() && !terminated() {
         if !user_done {
             // Sharded, without the user: the settle starts once the user's marker is there.
             if let Some(s) = &shard {
@@ -514,12 +515,20 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
         clock.sleep_async(LOOK_EVERY).await;
     }
     let converged_at = clock.now();
+    let stopped = terminated();
     bar.finish_and_clear();
 
     // Stop everything: the controller drains its queue, then the informers stop.
     let stats = handle.shutdown_async().await;
     let shard_line = match shard {
-        Some(s) => Some(sharded::stats_line(&s.leave().await)),
+        Some(s) => {
+            let line = sharded::stats_line(&s.leave().await);
+            Some(if stopped {
+                format!("{line}; stopped by SIGTERM before the world converged, left the group")
+            } else {
+                line
+            })
+        }
         None => None,
     };
     factory.shutdown().await;
@@ -541,13 +550,15 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
     }
     // The final word is a fresh read of the sources (for etcd: range reads of both prefixes).
     let (final_sets, final_pods, final_problems) = match read_world(&sets_src, &pods_src).await {
+        // A replica stopped by SIGTERM leaves the world to the others.
+        Ok((s, p)) if stopped => (s.len(), p.len(), Vec::new()),
         Ok((s, p)) => {
             let found = check(&s, &p);
             (s.len(), p.len(), found)
         }
         Err(e) => (0, 0, vec![format!("final read of the sources: {e}")]),
     };
-    if !converged {
+    if !converged && !stopped {
         problems.push(format!(
             "the world did not converge within {SETTLE_LIMIT:?} after the user stopped"
         ));

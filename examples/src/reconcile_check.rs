@@ -225,6 +225,8 @@ pub struct Analysis {
     pub replicas: BTreeMap<String, ReplicaCount>,
     /// From the first start to the last end (ns).
     pub span_ns: u64,
+    /// The longest reconcile (ns).
+    pub longest_ns: u64,
     /// Overlapping reconciles of one key by two replicas (the guarantee says none).
     pub overlaps: Vec<Overlap>,
     /// Overlapping reconciles of one key by one replica (its queue says none).
@@ -246,6 +248,11 @@ impl Analysis {
         let first = intervals.iter().map(|i| i.start_ns).min().unwrap_or(0);
         let last = intervals.iter().map(|i| i.end_ns).max().unwrap_or(0);
         a.span_ns = last.saturating_sub(first);
+        a.longest_ns = intervals
+            .iter()
+            .map(|i| i.end_ns - i.start_ns)
+            .max()
+            .unwrap_or(0);
         for list in by_key.values_mut() {
             list.sort_by_key(|i| (i.start_ns, i.end_ns));
             // Per replica, the interval ending last among those started so far: an interval
@@ -423,6 +430,7 @@ mod tests {
             })
         );
         assert_eq!(a.span_ns, 300);
+        assert_eq!(a.longest_ns, 100);
     }
 
     #[test]

@@ -10,6 +10,7 @@ use futures::future::BoxFuture;
 use kcache_controller::shard::{Shard, ShardConfig, ShardGate, ShardStats};
 use kcache_core::Clock;
 use kcache_leaderelection::MemberStore;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::oneshot;
@@ -44,6 +45,8 @@ pub(crate) struct Sharded {
     user: bool,
     stop: Option<oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<()>>,
+    /// Set on SIGTERM: the replica stops and leaves the group gracefully.
+    terminated: Arc<AtomicBool>,
 }
 
 #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
@@ -58,6 +61,19 @@ impl Sharded {
     ) -> Result<Self, String> {
         let identity = config_identity(&config);
         let shard = Shard::new(store, config).map_err(|e| format!("shard: {e}"))?;
+        let terminated = Arc::new(AtomicBool::new(false));
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let mut term = signal(SignalKind::terminate())
+                .map_err(|e| format!("cannot listen for SIGTERM: {e}"))?;
+            let flag = terminated.clone();
+            tokio::spawn(async move {
+                if term.recv().await.is_some() {
+                    flag.store(true, Relaxed);
+                }
+            });
+        }
         let gate = shard.gate();
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
@@ -74,6 +90,7 @@ impl Sharded {
             user,
             stop: Some(stop),
             task: Some(task),
+            terminated,
         })
     }
 
@@ -90,6 +107,12 @@ impl Sharded {
     /// Whether this replica runs the user.
     pub(crate) fn runs_user(&self) -> bool {
         self.user
+    }
+
+    /// Whether SIGTERM asked this replica to stop (it then leaves without waiting for the
+    /// world to converge).
+    pub(crate) fn terminated(&self) -> bool {
+        self.terminated.load(Relaxed)
     }
 
     /// The markers.
