@@ -195,7 +195,7 @@ takeover)
         all+=("$waited")
     done
     median=$(printf '%s\n' "${all[@]}" | sort -n | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}')
-    echo "shard: kill -9 -> last moved key reconciled, $runs runs: $(printf '%s ' "${all[@]}")s; median ${median} s (lease ${lease} s + retry $((lease * 2000 / 15)) ms)"
+    echo "shard: kill -9 -> last moved key reconciled, $runs runs: $(printf '%s ' "${all[@]}")s; median ${median} s (lease ${lease} s + retry $((lease * 2000 / 15)) ms; load $(cut -d' ' -f1-3 /proc/loadavg))"
     ;;
 s1)
     sets=${sets:-600}

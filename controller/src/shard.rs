@@ -16,6 +16,9 @@
 //! - Controller: [`ControllerBuilder::shard`](crate::ControllerBuilder::shard) makes the workers
 //!   ask the [`ShardGate`] before each reconcile. Keys of owned objects are mapped to their
 //!   owner's key (`owns`) before the check, so a child goes to the replica of its owner.
+//! - Metrics: [`ShardGate::stats`]; with the feature `prometheus`, `PrometheusShardMetrics`
+//!   exports them to a `prometheus-client` registry (`shard_owned_ranges`,
+//!   `shard_keys_skipped_not_owned_total`, `shard_rebalances_total`, …).
 //! - Not (yet) pushed down to the source: every replica's informers cache every object, and
 //!   the workers skip the keys they do not own.
 
@@ -26,10 +29,14 @@ mod table;
 mod gate;
 #[cfg(not(kcache_loom))]
 mod member;
+#[cfg(all(feature = "prometheus", not(kcache_loom)))]
+mod prometheus;
 
 #[cfg(not(kcache_loom))]
 pub use gate::{ShardClaim, ShardGate, ShardStats};
 #[cfg(not(kcache_loom))]
 pub use member::{Shard, ShardConfig, ShardConfigError};
+#[cfg(all(feature = "prometheus", not(kcache_loom)))]
+pub use prometheus::PrometheusShardMetrics;
 pub use ring::{fnv1a_64, key_position, HashRing, ShardRange, DEFAULT_VNODES};
 pub use table::{ShardTable, Start};
