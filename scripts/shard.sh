@@ -8,6 +8,7 @@
 #                                           reconciled elsewhere, per run and the median
 #   scripts/shard.sh s1 [FLAGS]             benchmark s1: I/O-bound reconciles (each waits
 #                                           --delay-ms) on 1, 2 and 3 replicas; reconciles/s
+#                                           while the user keeps every replica saturated
 #
 # Every replica writes a reconcile log (--reconcile-log); kcache-reconcile-check then checks that
 # no two reconciles of one key by different replicas overlapped, and reports per-replica counts
@@ -19,7 +20,8 @@
 # --bin DIR (where kcache-demo and kcache-reconcile-check are; default target/debug, built with
 # `cargo build -p kcache-demo --features etcd` if missing), --lease-secs L (3), --sets N,
 # --duration-secs D (scenario: 200 sets, 30 s; takeover: 60 sets, 8 s), --runs N (takeover: 10),
-# --delay-ms MS, --workers W (s1: 600 sets, 100 ms, 4 workers per replica), --keep (keep the
+# --delay-ms MS, --workers W (s1: 300 sets, user 15 s, 200 ms, 4 workers per replica; the rate
+# is counted from 3 s after the user started to 1 s before it stopped), --keep (keep the
 # logs; they are printed on failure either way).
 #
 # Exit status: 0 when every check passed, 1 otherwise, 2 for bad flags.
@@ -30,7 +32,7 @@ mode=scenario
 case "${1:-}" in
     scenario|takeover|s1) mode=$1; shift ;;
 esac
-etcd_url="" dir=target/debug lease=3 sets="" duration="" runs=10 delay=100 workers=4 keep=0
+etcd_url="" dir=target/debug lease=3 sets="" duration="" runs=10 delay=200 workers=4 keep=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --etcd) etcd_url=$2; shift 2 ;;
@@ -198,17 +200,20 @@ takeover)
     echo "shard: kill -9 -> last moved key reconciled, $runs runs: $(printf '%s ' "${all[@]}")s; median ${median} s (lease ${lease} s + retry $((lease * 2000 / 15)) ms; load $(cut -d' ' -f1-3 /proc/loadavg))"
     ;;
 s1)
-    sets=${sets:-600}
-    flags=(--sets "$sets" --duration-secs 0 --max-replicas 2 --workers "$workers" --reconcile-delay-ms "$delay")
-    echo "shard: s1 over $etcd_url: $sets sets (0..=2 pods each) seeded once all replicas joined, each reconcile waits ${delay} ms, $workers workers per replica"
+    sets=${sets:-300} duration=${duration:-15}
+    flags=(--sets "$sets" --duration-secs "$duration" --max-replicas 2 --workers "$workers" --reconcile-delay-ms "$delay")
+    echo "shard: s1 over $etcd_url: $sets sets (0..=2 pods each), the user changing them for ${duration} s once all replicas joined; each reconcile waits ${delay} ms, $workers workers per replica (at most $((workers * 1000 / delay)) reconciles/s each)"
     declare -A rate
     for n in 1 2 3; do
         run="s1-$n"
         start "$run" r1 --user --members "$n" "${flags[@]}"
         for i in $(seq 2 "$n"); do start "$run" "r$i" "${flags[@]}"; done
+        wait_for_line "$out/$run/r1.log" "r1\]: $n members" 60
+        began=$(now_ns)
         for i in $(seq 1 "$n"); do finish "$run" "r$i"; done
-        "$check" "$out/$run"/*.jsonl >"$out/$run.check"
-        rate[$n]=$(sed -n 's/.*(\([0-9.]*\) reconciles\/s).*/\1/p' "$out/$run.check")
+        from=$((began + 3000000000)) to=$((began + (duration - 1) * 1000000000))
+        "$check" --window "$from:$to" "$out/$run"/*.jsonl >"$out/$run.check"
+        rate[$n]=$(sed -n 's/.*window of [0-9.]* s: \([0-9.]*\) reconciles\/s.*/\1/p' "$out/$run.check")
         sed "s/^/  $n replica(s): /" "$out/$run.check"
     done
     ratio=$(awk -v a="${rate[3]}" -v b="${rate[1]}" 'BEGIN {printf "%.2f", a / b}')

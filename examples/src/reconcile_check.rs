@@ -299,6 +299,20 @@ impl Analysis {
     }
 }
 
+/// Reconciles started in `from_ns..to_ns`, per replica and in all, and per second of the window.
+pub fn rate_in(intervals: &[Interval], from_ns: u64, to_ns: u64) -> (BTreeMap<String, u64>, f64) {
+    let mut per: BTreeMap<String, u64> = BTreeMap::new();
+    for i in intervals
+        .iter()
+        .filter(|i| (from_ns..to_ns).contains(&i.start_ns))
+    {
+        *per.entry(i.replica.clone()).or_default() += 1;
+    }
+    let total: u64 = per.values().sum();
+    let secs = to_ns.saturating_sub(from_ns) as f64 / 1e9;
+    (per, total as f64 / secs.max(1e-9))
+}
+
 /// How long the keys of `replica`, gone at `at_ns`, waited for another replica.
 pub fn takeover(intervals: &[Interval], replica: &str, at_ns: u64) -> Takeover {
     let mut last_before: HashMap<&str, &Interval> = HashMap::new();
@@ -431,6 +445,21 @@ mod tests {
         );
         assert_eq!(a.span_ns, 300);
         assert_eq!(a.longest_ns, 100);
+    }
+
+    #[test]
+    fn the_rate_in_a_window_counts_the_reconciles_started_in_it() {
+        let log = vec![
+            iv("k1", "a", 0, 10),
+            iv("k2", "a", 1_000_000_000, 1_100_000_000),
+            iv("k3", "b", 1_500_000_000, 3_000_000_000),
+            iv("k4", "b", 2_999_999_999, 3_100_000_000),
+            iv("k5", "b", 3_000_000_000, 3_100_000_000),
+        ];
+        let (per, rate) = rate_in(&log, 1_000_000_000, 3_000_000_000);
+        assert_eq!(per.get("a"), Some(&1));
+        assert_eq!(per.get("b"), Some(&2));
+        assert!((rate - 1.5).abs() < 1e-9, "{rate}");
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! 2 for bad flags or unreadable logs.
 
 use clap::Parser;
-use kcache_demo::reconcile_check::{parse_line, takeover, Analysis, Interval, Secs};
+use kcache_demo::reconcile_check::{parse_line, rate_in, takeover, Analysis, Interval, Secs};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -31,6 +31,25 @@ struct Cli {
     /// reconciled again, such as sets deleted before the kill, are only counted).
     #[arg(long, value_name = "MS")]
     max_wait_ms: Option<u64>,
+    /// Also report the reconciles started within FROM..TO (nanoseconds since the Unix epoch)
+    /// per second of that window, in all and per replica (benchmark s1).
+    #[arg(long, value_name = "FROM:TO", value_parser = window)]
+    window: Option<(u64, u64)>,
+}
+
+fn window(value: &str) -> Result<(u64, u64), String> {
+    let (from, to) = value
+        .split_once(':')
+        .ok_or_else(|| "expected FROM:TO".to_owned())?;
+    let parse = |v: &str| {
+        v.parse::<u64>()
+            .map_err(|_| format!("{v:?} is not nanoseconds"))
+    };
+    let (from, to) = (parse(from)?, parse(to)?);
+    if from >= to {
+        return Err("FROM must be before TO".into());
+    }
+    Ok((from, to))
 }
 
 fn departure(value: &str) -> Result<(String, u64), String> {
@@ -89,6 +108,15 @@ fn main() -> ExitCode {
         println!(
             "  replica {name}: {} reconciles of {} keys",
             c.reconciles, c.keys
+        );
+    }
+    if let Some((from, to)) = cli.window {
+        let (per, rate) = rate_in(&intervals, from, to);
+        let each: Vec<String> = per.iter().map(|(r, n)| format!("{r} {n}")).collect();
+        println!(
+            "  window of {}: {rate:.1} reconciles/s started ({})",
+            Secs(to - from),
+            each.join(", ")
         );
     }
     for name in &cli.replicas {
