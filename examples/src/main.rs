@@ -255,6 +255,9 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
     }
     if let Some(s) = &shard {
         builder = builder.shard(s.gate());
+        if let Some(p) = &prometheus {
+            p.shard.add(&s.gate());
+        }
     }
     let queue_metrics: Arc<dyn MetricsProvider> = match &prometheus {
         Some(p) => {

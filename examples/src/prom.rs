@@ -4,8 +4,10 @@
 //! The queue's metrics go to the demo's own provider (for the report) and to kcache-workqueue's
 //! `PrometheusMetricsProvider` (`workqueue_*`) at once; the informers record into
 //! kcache-informer's `PrometheusInformerMetrics` (`informer_*`); the controller's KEP-5647 skips
-//! count in `stale_sync_skips_total`.
+//! count in `stale_sync_skips_total`; with `--shard`, kcache-controller's
+//! `PrometheusShardMetrics` reads the member's sharding stats at each scrape (`shard_*`).
 
+use kcache_controller::shard::PrometheusShardMetrics;
 use kcache_controller::ControllerHandle;
 use kcache_core::health::HealthChecks;
 use kcache_demo::ops::{Endpoints, OpsServer};
@@ -31,6 +33,8 @@ pub(crate) struct Prometheus {
     pub(crate) queue: PrometheusMetricsProvider,
     pub(crate) informers: PrometheusInformerMetrics,
     pub(crate) stale_sync_skips: Arc<PromCounter>,
+    /// `--shard`: the member's gate is added here.
+    pub(crate) shard: PrometheusShardMetrics,
 }
 
 impl Prometheus {
@@ -45,11 +49,13 @@ impl Prometheus {
              the key's last reconcile",
             skips.clone(),
         );
+        let shard = PrometheusShardMetrics::new(&mut registry);
         Self {
             registry,
             queue,
             informers,
             stale_sync_skips: Arc::new(PromCounter(skips)),
+            shard,
         }
     }
 }
@@ -194,6 +200,25 @@ impl MetricsProvider for Tee {
 mod tests {
     use super::*;
     use crate::metrics::DemoMetricsProvider;
+    use kcache_controller::shard::{Shard, ShardConfig};
+    use kcache_leaderelection::InProcessMembers;
+
+    #[test]
+    fn a_shard_members_stats_are_in_the_registry() {
+        let p = Prometheus::new();
+        let shard =
+            Shard::new(InProcessMembers::new(), ShardConfig::new("r1")).expect("valid config");
+        p.shard.add(&shard.gate());
+        futures::executor::block_on(shard.tick());
+        let mut text = String::new();
+        encode(&mut text, &p.registry).expect("encodes");
+        assert!(text.contains(r#"shard_members{member="r1"} 1"#), "{text}");
+        assert!(
+            text.contains(r#"shard_rebalances_total{member="r1"} 1"#),
+            "{text}"
+        );
+    }
+
     use kcache_informer::InformerMetricsProvider;
     use kcache_workqueue::{Queue, QueueConfig};
     use prometheus_client::encoding::text::encode;
