@@ -7,7 +7,7 @@
 //!
 //! The charts go to a folder beside the report named after it in lower case (`BENCHMARKS.md` →
 //! `benchmarks/`), linked relatively, so the report reads on any Markdown viewer of the
-//! repository. [`render`] builds the report without touching the disk; [`write`] saves it.
+//! repository. [`render`] builds the report without touching the disk; [`write()`] saves it.
 
 mod chart;
 mod compare;
