@@ -20,7 +20,21 @@
 //!   exports them to a `prometheus-client` registry (`shard_owned_ranges`,
 //!   `shard_keys_skipped_not_owned_total`, `shard_rebalances_total`, …).
 //! - Not (yet) pushed down to the source: every replica's informers cache every object, and
-//!   the workers skip the keys they do not own.
+//!   the workers skip the keys they do not own. The ring places keys by a mixed FNV-1a hash of
+//!   the key, so its ranges are not KEP-5866's `shardRange` over `metadata.uid` either.
+//!
+//! # Timing
+//! - A dead replica's keys move at its lease expiry as the others see it: at most a lease
+//!   duration plus a retry period after its last renewal (the others list every retry period,
+//!   so they may see that renewal up to one period late; [`Shard::run`] ticks at the expiry
+//!   itself). The reconcile of a moved key comes on top.
+//! - A graceful leave ([`Shard::leave`]) hands the keys over at the others' next tick.
+//! - One rebalance waits for its slowest drain: a replica publishes its new view only once no
+//!   key the new view takes away from it is in flight, and that one view is also how it claims
+//!   the keys it gains. So a single long reconcile of a key that moves away delays this
+//!   replica's whole side of the rebalance, gained keys included (keys that keep their owner
+//!   are processed throughout). A record that could list its draining keys beside the view would
+//!   let the rest move at once; the records do not carry that.
 
 mod ring;
 mod table;

@@ -54,10 +54,6 @@ const USER_OUTAGE_LIMIT: Duration = Duration::from_secs(30);
 const SETTLE_LIMIT: Duration = Duration::from_secs(120);
 /// How often the progress display and the convergence check look.
 const LOOK_EVERY: Duration = Duration::from_millis(100);
-/// `--shard`: how long a replica without the user waits for the user's marker beyond the user
-/// phase's length, and how long the user waits for `--members`.
-const MARKER_SLACK: Duration = Duration::from_secs(120);
-const MEMBERS_LIMIT: Duration = Duration::from_secs(60);
 
 fn main() -> ExitCode {
     let args = match args::parse(std::env::args_os()) {
@@ -141,17 +137,9 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
         .as_ref()
         .map(|e| e.identity().to_owned())
         .or_else(|| shard.as_ref().map(|s| s.identity().to_owned()));
-    let reconcile_log = match &args.reconcile_log {
-        None => None,
-        Some(path) => {
-            let replica = identity
-                .clone()
-                .unwrap_or_else(|| format!("kcache-demo-{}", std::process::id()));
-            match ReconcileLog::open(path, &replica) {
-                Ok(log) => Some(Arc::new(log)),
-                Err(e) => return Report::failed(vec![e]),
-            }
-        }
+    let reconcile_log = match ReconcileLog::open_for(args, identity.as_deref()) {
+        Ok(log) => log,
+        Err(e) => return Report::failed(vec![e]),
     };
     let user_stats = Arc::new(UserStats::default());
     let mut user = User {
@@ -365,25 +353,14 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
     // seeds or continues the world; the others skip the user phase.
     let runs_user = shard.as_ref().is_none_or(|s| s.runs_user());
     let terminated = || shard.as_ref().is_some_and(|s| s.terminated());
-    if let (Some(s), Some(a)) = (&shard, &args.shard) {
-        if s.runs_user() {
-            bar.set_message("waiting for the other replicas");
-            let claimed = s.markers().claim_user(s.identity()).await;
-            let joined = match claimed {
-                Ok(()) => {
-                    s.wait_for_members(a.members, clock.as_ref(), MEMBERS_LIMIT)
-                        .await
-                }
-                Err(e) => Err(e),
-            };
-            match joined {
-                Ok(()) => {
-                    if let Err(e) = continue_world(&mut user, &sets_src, args.sets).await {
-                        problems.push(e);
-                    }
-                }
-                Err(e) => problems.push(e),
-            }
+    if let (Some(s), Some(a)) = (shard.as_ref().filter(|s| s.runs_user()), &args.shard) {
+        bar.set_message("waiting for the other replicas");
+        let started = match s.prepare_user(a.members, clock.as_ref()).await {
+            Ok(()) => continue_world(&mut user, &sets_src, args.sets).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = started {
+            problems.push(e);
         }
     }
 
@@ -428,14 +405,14 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
     for f in &faults {
         f.heal();
     }
-    // Sharded: the user's replica tells the others it has finished.
-    let mut user_done = shard.is_none();
-    if let Some(s) = shard
-        .as_ref()
-        .filter(|s| s.runs_user() && problems.is_empty())
-    {
-        match s.markers().mark_user_done().await {
-            Ok(()) => user_done = true,
+    // Sharded: the user's replica tells the others it has finished; they wait for that.
+    if let Some(s) = shard.as_ref().filter(|_| problems.is_empty()) {
+        bar.set_message("waiting for the user to finish");
+        match s
+            .user_finished(clock.as_ref(), user_phase, || bar.tick())
+            .await
+        {
+            Ok(()) => user_ended = clock.now(),
             Err(e) => problems.push(e),
         }
     }
@@ -450,33 +427,6 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
     let mut converged = false;
     let mut last_problems = Vec::new();
     while problems.is_empty() && !terminated() {
-        if !user_done {
-            // Sharded, without the user: the settle starts once the user's marker is there.
-            if let Some(s) = &shard {
-                match s.markers().user_done().await {
-                    Ok(true) => {
-                        user_done = true;
-                        user_ended = clock.now();
-                    }
-                    Ok(false) => {}
-                    Err(e) => last_problems = vec![e],
-                }
-            }
-            if !user_done {
-                let waited = clock.now().saturating_duration_since(user_ended);
-                if waited > user_phase + MARKER_SLACK {
-                    problems.push(format!(
-                        "the user's marker did not appear within {:?}",
-                        user_phase + MARKER_SLACK
-                    ));
-                    break;
-                }
-                bar.set_message("waiting for the user to finish");
-                bar.tick();
-                clock.sleep_async(LOOK_EVERY).await;
-                continue;
-            }
-        }
         let idle = handle.queue().is_empty()
             && handle.queue().in_flight() == 0
             && handle.queue().waiting_len() == 0;

@@ -25,6 +25,19 @@ pub(crate) struct ReconcileLog {
 }
 
 impl ReconcileLog {
+    /// The log `--reconcile-log` asks for, if any, for the replica `identity` (default:
+    /// `kcache-demo-PID`).
+    pub(crate) fn open_for(
+        args: &crate::args::Args,
+        identity: Option<&str>,
+    ) -> Result<Option<Arc<Self>>, String> {
+        let Some(path) = &args.reconcile_log else {
+            return Ok(None);
+        };
+        let pid = format!("kcache-demo-{}", std::process::id());
+        Self::open(path, identity.unwrap_or(&pid)).map(|l| Some(Arc::new(l)))
+    }
+
     /// Opens `path` for appending (creating it), for the replica `replica`.
     pub(crate) fn open(path: &Path, replica: &str) -> Result<Self, String> {
         let file = OpenOptions::new()

@@ -15,6 +15,13 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::oneshot;
 
+/// How long the user waits for `--members` replicas.
+const MEMBERS_LIMIT: Duration = Duration::from_secs(60);
+/// How long a replica without the user waits for the user's marker beyond the user phase.
+const MARKER_SLACK: Duration = Duration::from_secs(120);
+/// How often a replica without the user looks for the marker.
+const MARKER_EVERY: Duration = Duration::from_millis(100);
+
 /// The markers the replicas of one world share (etcd keys beside the world).
 pub(crate) trait Markers: Send + Sync + 'static {
     /// Claims the user for `identity`; an error if another replica has it.
@@ -115,9 +122,51 @@ impl Sharded {
         self.terminated.load(Relaxed)
     }
 
-    /// The markers.
-    pub(crate) fn markers(&self) -> &dyn Markers {
-        self.markers.as_ref()
+    /// With `--user`: claims the user (refused if another replica has it), then waits for
+    /// `members` live replicas.
+    pub(crate) async fn prepare_user(
+        &self,
+        members: usize,
+        clock: &dyn Clock,
+    ) -> Result<(), String> {
+        self.markers.claim_user(&self.identity).await?;
+        self.wait_for_members(members, clock, MEMBERS_LIMIT).await
+    }
+
+    /// After the user phase: the user's replica marks that the user has finished; the others
+    /// wait for that mark (calling `tick` between looks) for up to `user_phase` plus a slack, or
+    /// until SIGTERM. Errors: the mark could not be written, or did not appear in time.
+    pub(crate) async fn user_finished(
+        &self,
+        clock: &dyn Clock,
+        user_phase: Duration,
+        tick: impl Fn(),
+    ) -> Result<(), String> {
+        if self.user {
+            return self.markers.mark_user_done().await;
+        }
+        let start = clock.now();
+        let mut last_error = None;
+        while !self.terminated() {
+            match self.markers.user_done().await {
+                Ok(true) => return Ok(()),
+                Ok(false) => {}
+                // A failed read is retried until the limit; reported if it lasts.
+                Err(e) => last_error = Some(e),
+            }
+            if clock.now().saturating_duration_since(start) > user_phase + MARKER_SLACK {
+                let why = last_error
+                    .map(|e| format!(" (last error: {e})"))
+                    .unwrap_or_default();
+                return Err(format!(
+                    "the user's marker did not appear within {:?}{why}",
+                    user_phase + MARKER_SLACK
+                ));
+            }
+            tick();
+            clock.sleep_async(MARKER_EVERY).await;
+        }
+        Ok(())
     }
 
     /// Waits until at least `n` replicas are live members (this one included), for at most
