@@ -511,7 +511,8 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
         }
         Err(e) => (0, 0, vec![format!("final read of the sources: {e}")]),
     };
-    if !converged && !stopped {
+    // An earlier problem (the run never settled) is the reason already.
+    if !converged && !stopped && problems.is_empty() {
         problems.push(format!(
             "the world did not converge within {SETTLE_LIMIT:?} after the user stopped"
         ));
