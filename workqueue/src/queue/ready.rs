@@ -95,6 +95,8 @@ impl<T: Clone + Eq + Hash> Store<T> {
     fn pop(&self) -> Option<T> {
         match self {
             Store::Fifo(f) => f.pop(),
+            // An empty store is seen without its mutex (idle workers poll it).
+            Store::Ranked(r) if r.is_empty() => None,
             Store::Ranked(r) => r.pop(),
         }
     }
@@ -181,11 +183,6 @@ impl<T> Ready<T> {
     /// Items ready to be handed out.
     pub(crate) fn len(&self) -> usize {
         self.fifo.len()
-    }
-
-    /// Whether no item is ready.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.fifo.is_empty()
     }
 
     fn is_closed(&self) -> bool {

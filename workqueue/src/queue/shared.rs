@@ -12,11 +12,14 @@
 //! waiting for a delay.
 //!
 //! # In flight and drain
-//! `in_flight` counts items handed out and not done, plus a `DRAINING` flag bit. A worker counts
-//! itself in flight *before* it pops a ready item and a `done` that requeues pushes *before* it
-//! counts itself out, so "nothing ready and nothing in flight" is never seen while an item is on
-//! its way between the two. The `done` (or failed pop) that brings the count to zero while the
-//! flag is set wakes the drain.
+//! Nothing counts the items in flight across the queue: each shard counts its own (under its
+//! lock, see [`slots`](super::slots)), and [`in_flight`](Shared::in_flight) adds them up. A drain
+//! needs no count either: every item ready, on its way from the ready queue to a worker, or in
+//! flight has a slot, so once the shutdown's sweep has dropped the waiting items, "nothing ready
+//! and nothing in flight" is "every shard is empty". After that sweep no add is accepted and no
+//! item starts waiting, so a shard seen empty stays empty: the drain looks at each shard in turn,
+//! waiting on the first one that is not empty, and never looks back. A `done` that empties a slot
+//! while the drain flag is set wakes the drain to look again.
 
 use super::ready::{Ready, Store};
 use super::slots::{Slot, Slots, Then};
@@ -33,9 +36,6 @@ use std::hash::Hash;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// The flag bit of `in_flight`.
-const DRAINING: usize = 1 << (usize::BITS - 1);
-
 /// What all handles of one queue share.
 pub(crate) struct Shared<T> {
     pub(crate) slots: Slots<T>,
@@ -43,8 +43,8 @@ pub(crate) struct Shared<T> {
     pub(crate) timer: Timer<T>,
     /// Set by `shut_down`, read under shard locks.
     closing: AtomicBool,
-    /// Items handed out and not yet done, plus `DRAINING`.
-    in_flight: CachePadded<AtomicUsize>,
+    /// Set while `shut_down_with_drain` waits (read by every `done` that empties a slot).
+    draining: AtomicBool,
     /// How many times an item started waiting for a delay (a slot became `Waiting`), and how many
     /// times one stopped (a `Waiting` slot became `Queued`, or was dropped by the shutdown). Items
     /// waiting now are the difference. Two counters and not one: the first is written by the
@@ -92,7 +92,7 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
             ready: Ready::new(store),
             timer: Timer::new(base),
             closing: AtomicBool::new(false),
-            in_flight: CachePadded::new(AtomicUsize::new(0)),
+            draining: AtomicBool::new(false),
             started_waiting: CachePadded::new(AtomicUsize::new(0)),
             stopped_waiting: CachePadded::new(AtomicUsize::new(0)),
             stale: CachePadded::new(AtomicUsize::new(0)),
@@ -115,12 +115,14 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
 
     /// Whether a drain is being waited for.
     pub(crate) fn is_draining(&self) -> bool {
-        self.in_flight.load(Ordering::Acquire) & DRAINING != 0
+        self.draining.load(Ordering::Acquire)
     }
 
-    /// Items handed out and not yet done.
+    /// Items handed out and not yet done (locks every shard in turn).
     pub(crate) fn in_flight(&self) -> usize {
-        self.in_flight.load(Ordering::Acquire) & !DRAINING
+        let mut n = 0;
+        self.slots.for_each(|shard| n += shard.processing);
+        n
     }
 
     /// Items waiting for a delay.
@@ -302,32 +304,33 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
 
     /// Takes a ready item if there is one, and marks it in flight.
     pub(crate) fn try_take(&self) -> Option<T> {
-        if self.ready.is_empty() {
-            return None;
-        }
-        // Counted in flight before the pop, so a drain never sees the item in neither place.
-        self.in_flight.fetch_add(1, Ordering::AcqRel);
-        let Some(item) = self.ready.pop() else {
-            self.flight_ended();
-            return None;
-        };
+        // No "is it empty?" look first: the FIFO's emptiness check reads its tail, the line the
+        // producer writes on every push, while a pop from a queue that is not empty reads only
+        // the head. On its way from the ready queue to this worker, the item keeps its `Queued`
+        // slot, so a drain sees it in its shard.
+        let item = self.ready.pop()?;
         let now = self.metrics_now();
         let since = {
             let mut shard = self.slots.lock(&item);
-            match shard.get_mut(&item) {
+            let (since, counted) = match shard.get_mut(&item) {
                 Some(slot) => {
-                    let since = match *slot {
-                        Slot::Queued { since } => since,
-                        _ => None,
+                    let (since, was_processing) = match *slot {
+                        Slot::Queued { since } => (since, false),
+                        Slot::Processing { .. } => (None, true),
+                        Slot::Waiting { .. } => (None, false),
                     };
                     *slot = Slot::Processing {
                         started: now,
                         then: Then::Nothing,
                     };
-                    since
+                    (since, !was_processing)
                 }
-                None => None,
+                None => (None, false),
+            };
+            if counted {
+                shard.processing += 1;
             }
+            since
         };
         if let Some(m) = &self.metrics {
             m.depth.dec();
@@ -337,14 +340,6 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
             }
         }
         Some(item)
-    }
-
-    /// One item fewer in flight; wakes a drain that waits for the last one.
-    fn flight_ended(&self) {
-        let before = self.in_flight.fetch_sub(1, Ordering::AcqRel);
-        if before == DRAINING | 1 {
-            self.ready.notify_drained();
-        }
     }
 
     /// Marks `item` processed; requeues or schedules it if it was added again meanwhile.
@@ -360,7 +355,7 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
         let Slot::Processing { started, then } = *slot else {
             return Err(NotProcessing);
         };
-        let (mut wake, mut counted, mut scheduled) = (false, false, None);
+        let (mut wake, mut counted, mut scheduled, mut emptied) = (false, false, None, false);
         match then {
             Then::Requeue { since, priority } => {
                 *slot = Slot::Queued { since };
@@ -383,10 +378,14 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
             // Nothing to do, or a delayed re-add whose schedule went away with the shutdown.
             Then::Nothing | Then::Wait { .. } => {
                 shard.remove(item);
+                emptied = true;
             }
         }
+        shard.processing -= 1;
         drop(shard);
-        self.flight_ended();
+        if emptied && self.is_draining() {
+            self.ready.notify_drained();
+        }
         self.after_push(wake, counted);
         if let Some(at) = scheduled {
             self.after_schedule(at);
@@ -486,14 +485,14 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
         if self.closing.load(Ordering::Acquire) {
             if !drain {
                 // A later plain shutdown stops a drain that is still waiting.
-                self.in_flight.fetch_and(!DRAINING, Ordering::AcqRel);
+                self.draining.store(false, Ordering::Release);
                 self.ready.notify_drained();
             }
             return;
         }
         self.closing.store(true, Ordering::Release);
         if drain {
-            self.in_flight.fetch_or(DRAINING, Ordering::AcqRel);
+            self.draining.store(true, Ordering::Release);
         }
         // Every shard, even when `waiting` reads zero: an add that has not seen `closing` yet may
         // be making an item wait in a shard the sweep has not reached.
@@ -519,15 +518,19 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
         self.signal.set();
     }
 
-    /// Waits until a drain is complete (nothing ready, nothing in flight) or no longer wanted.
-    ///
-    /// "Nothing ready" is read before and after "nothing in flight": a worker counts itself in
-    /// flight before it pops, and a `done` that requeues pushes before it counts itself out, so
-    /// an item moving between the two is seen in one of the three reads.
+    /// Waits until a drain is complete (nothing ready, nothing in flight: every shard empty) or
+    /// no longer wanted. Called after `shut_down(true)`, so after a sweep: shards only empty from
+    /// then on, and the shards already seen empty are not looked at again (see the module docs).
     pub(crate) fn wait_drained(&self) {
+        let mut seen_empty = 0;
         self.ready.wait_drained(|| {
-            !self.is_draining()
-                || (self.ready.is_empty() && self.in_flight() == 0 && self.ready.is_empty())
+            if !self.is_draining() {
+                return true;
+            }
+            while seen_empty < self.slots.count() && self.slots.is_empty_at(seen_empty) {
+                seen_empty += 1;
+            }
+            seen_empty == self.slots.count()
         });
     }
 }

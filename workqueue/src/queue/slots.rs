@@ -21,6 +21,7 @@ use crate::sync::{Mutex, MutexGuard};
 use crossbeam_utils::CachePadded;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash};
+use std::ops::{Deref, DerefMut};
 use std::time::Instant;
 
 type Hasher = foldhash::fast::RandomState;
@@ -32,8 +33,31 @@ type PickHasher = foldhash::fast::RandomState;
 #[cfg(kcache_loom)]
 type PickHasher = foldhash::fast::FixedState;
 
-/// One shard: items and their slots.
-pub(crate) type Shard<T> = HashMap<T, Slot, Hasher>;
+/// One shard: items and their slots, and how many of them are in flight.
+///
+/// The count of items in flight lives here, under the shard lock that every transition into and
+/// out of [`Slot::Processing`] takes anyway, and on the shard lock's own cache line: a single
+/// counter for the whole queue was a cache line that every `get` and every `done` wrote, moving
+/// between the workers' cores twice per item.
+#[derive(Debug)]
+pub(crate) struct Shard<T> {
+    map: HashMap<T, Slot, Hasher>,
+    /// Slots in [`Slot::Processing`].
+    pub(crate) processing: usize,
+}
+
+impl<T> Deref for Shard<T> {
+    type Target = HashMap<T, Slot, Hasher>;
+    fn deref(&self) -> &Self::Target {
+        &self.map
+    }
+}
+
+impl<T> DerefMut for Shard<T> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.map
+    }
+}
 
 /// Many more shards than the threads that add and work, so two of them rarely meet on one lock
 /// (and each shard lock sits on its own cache line). Two under loom, to keep the models small
@@ -89,7 +113,12 @@ impl<T: Eq + Hash> Slots<T> {
         Self {
             pick: PickHasher::default(),
             shards: (0..SHARDS)
-                .map(|_| CachePadded::new(Mutex::new(HashMap::with_hasher(Hasher::default()))))
+                .map(|_| {
+                    CachePadded::new(Mutex::new(Shard {
+                        map: HashMap::with_hasher(Hasher::default()),
+                        processing: 0,
+                    }))
+                })
                 .collect(),
         }
     }
@@ -114,6 +143,16 @@ impl<T: Eq + Hash> Slots<T> {
         for s in self.shards.iter() {
             f(&mut s.lock());
         }
+    }
+
+    /// The number of shards ([`is_empty_at`](Slots::is_empty_at) takes `0..count()`).
+    pub(crate) fn count(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// Whether shard `i` holds no item (locks it).
+    pub(crate) fn is_empty_at(&self, i: usize) -> bool {
+        self.shards.get(i).is_none_or(|s| s.lock().is_empty())
     }
 }
 
