@@ -59,6 +59,14 @@ mod imp {
                     .unwrap_or_else(std::sync::PoisonError::into_inner),
             ))
         }
+        /// Locks the mutex if no one holds it.
+        pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+            match self.0.try_lock() {
+                Ok(g) => Some(MutexGuard(Some(g))),
+                Err(std::sync::TryLockError::Poisoned(p)) => Some(MutexGuard(Some(p.into_inner()))),
+                Err(std::sync::TryLockError::WouldBlock) => None,
+            }
+        }
     }
 
     impl<T> Deref for MutexGuard<'_, T> {

@@ -23,12 +23,12 @@
 
 use super::ready::{Ready, Store};
 use super::slots::{Slot, Slots, Then};
-use super::timer::Timer;
+use super::timer::{Schedule, Timer};
 use crate::error::NotProcessing;
 use crate::metrics::QueueMetrics;
 use crate::signal::Signal;
 use crate::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use crate::sync::Mutex;
+use crate::sync::{Mutex, MutexGuard};
 use crossbeam_utils::CachePadded;
 use kcache_core::Clock;
 use std::collections::hash_map::Entry;
@@ -308,7 +308,11 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
         // producer writes on every push, while a pop from a queue that is not empty reads only
         // the head. On its way from the ready queue to this worker, the item keeps its `Queued`
         // slot, so a drain sees it in its shard.
-        let item = self.ready.pop()?;
+        let item = match self.ready.pop() {
+            Some(item) => item,
+            None if self.help_fire() > 0 => self.ready.pop()?,
+            None => return None,
+        };
         let now = self.metrics_now();
         let since = {
             let mut shard = self.slots.lock(&item);
@@ -399,9 +403,29 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
 
     /// Moves every live entry due at `now` to the ready queue; returns how many.
     pub(crate) fn fire_due(&self, now: Instant) -> usize {
+        self.fire_from(self.timer.drain(), now)
+    }
+
+    /// A worker that found nothing ready fires the entries of the schedule that are due, if the
+    /// timer's plan says some may be and the timer is not at it: the items come out on time even
+    /// while the timer thread waits for a core (on a busy machine it can wait for milliseconds,
+    /// and everything due meanwhile would wait with it). The timer still does everything else
+    /// (the inbox, the plan), and fires what no worker did. Returns how many items it fired.
+    pub(crate) fn help_fire(&self) -> usize {
+        if !self.timer.plan_due(self.clock.as_ref()) {
+            return 0;
+        }
+        let Some(schedule) = self.timer.try_schedule() else {
+            return 0;
+        };
+        // The time is read again under the lock: an entry fires only when it is due.
+        self.fire_from(schedule, self.clock.now())
+    }
+
+    /// Fires the live entries of `schedule` due at `now` (see [`fire_due`](Shared::fire_due)).
+    fn fire_from(&self, mut schedule: MutexGuard<'_, Schedule<T>>, now: Instant) -> usize {
         let since = self.metrics.as_ref().map(|_| now);
         let (mut fired, mut dropped) = (0, 0);
-        let mut schedule = self.timer.drain();
         while schedule.delays.peek().is_some_and(|e| e.at <= now) {
             let Some(e) = schedule.delays.pop() else {
                 break;

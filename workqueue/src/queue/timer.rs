@@ -22,6 +22,7 @@ use super::delays::{Delays, Entry};
 use crate::sync::atomic::{AtomicU64, Ordering};
 use crate::sync::{Mutex, MutexGuard};
 use crossbeam_utils::CachePadded;
+use kcache_core::Clock;
 use std::time::Instant;
 
 /// What delayed adds append to.
@@ -115,6 +116,22 @@ impl<T> Timer<T> {
         self.nanos(at) < self.planned.load(Ordering::SeqCst)
     }
 
+    /// Whether the deadline the timer planned to wake at has come on `clock`: entries of the
+    /// schedule may be due, and a worker with nothing to do may fire them
+    /// ([`try_schedule`](Timer::try_schedule)). One load of the plan; `false` while nothing is
+    /// planned.
+    pub(crate) fn plan_due(&self, clock: &dyn Clock) -> bool {
+        let planned = self.planned.load(Ordering::Acquire);
+        planned != u64::MAX && planned <= self.nanos(clock.now())
+    }
+
+    /// The schedule without the inbox, unless someone (the timer) holds it. Entries still in the
+    /// inbox stay there: moving them is the timer's (see the module docs: the timer's look at the
+    /// inbox after it published its plan must see every entry that came before).
+    pub(crate) fn try_schedule(&self) -> Option<MutexGuard<'_, Schedule<T>>> {
+        self.schedule.try_lock()
+    }
+
     /// Publishes the deadline the timer will sleep until; then it checks
     /// [`has_entry_before`](Timer::has_entry_before).
     pub(crate) fn plan(&self, next: Option<Instant>) {
@@ -160,5 +177,74 @@ impl<T> Timer<T> {
         let mut inbox = self.inbox.lock();
         inbox.entries = Vec::new();
         inbox.earliest = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::queue::Queue;
+    use crate::QueueConfig;
+    use kcache_core::{Clock, FakeClock};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    /// A queue with no timer thread: the test runs the timer's rounds itself.
+    fn queue(clock: &FakeClock) -> Queue<u32> {
+        Queue::build(QueueConfig::new().clock(Arc::new(clock.clone())))
+    }
+
+    fn timer_round(q: &Queue<u32>) {
+        let weak = Arc::downgrade(&q.shared);
+        assert!(crate::background::tick(&weak, &mut None).is_some());
+    }
+
+    #[test]
+    fn a_worker_fires_what_is_due_while_the_timer_has_not_woken() {
+        let clock = FakeClock::new();
+        let q = queue(&clock);
+        let now = clock.now();
+        for (item, ms) in [(1, 10), (2, 20), (3, 30)] {
+            crate::delaying::add_at_from(&q.shared, item, now + Duration::from_millis(ms), now, 0);
+        }
+        // The timer moves the inbox into its schedule and plans to wake at 10 ms.
+        timer_round(&q);
+        assert_eq!(q.try_get(), None);
+        // 20 ms pass and the timer has not run: a worker fires the two due items, in order.
+        clock.advance(Duration::from_millis(20));
+        assert_eq!(q.try_get(), Some(1));
+        assert_eq!(q.try_get(), Some(2));
+        assert_eq!(q.try_get(), None);
+        assert_eq!(q.shared.waiting(), 1);
+        // The timer's next round finds nothing more due and plans for the last one.
+        timer_round(&q);
+        clock.advance(Duration::from_millis(10));
+        assert_eq!(q.try_get(), Some(3));
+        for i in 1..=3 {
+            q.done(&i).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_worker_fires_nothing_before_the_plan_or_from_the_inbox() {
+        let clock = FakeClock::new();
+        let q = queue(&clock);
+        let now = clock.now();
+        crate::delaying::add_at_from(&q.shared, 1, now + Duration::from_millis(10), now, 0);
+        // Still in the inbox, nothing planned: the timer's to move.
+        clock.advance(Duration::from_millis(10));
+        assert_eq!(q.try_get(), None);
+        timer_round(&q);
+        assert_eq!(q.try_get(), Some(1));
+        q.done(&1).unwrap();
+        // An item added now with a deadline before the timer's plan stays for the timer too.
+        let now = clock.now();
+        crate::delaying::add_at_from(&q.shared, 2, now + Duration::from_millis(50), now, 0);
+        timer_round(&q);
+        crate::delaying::add_at_from(&q.shared, 3, now + Duration::from_millis(5), now, 0);
+        clock.advance(Duration::from_millis(5));
+        assert_eq!(q.try_get(), None);
+        timer_round(&q);
+        assert_eq!(q.try_get(), Some(3));
+        q.done(&3).unwrap();
     }
 }
