@@ -3,9 +3,9 @@
 //! # Design: a hot path off any global lock
 //! Each item's state (queued, in flight, in flight and added again, waiting for a delay) lives in
 //! a sharded map ([`slots`]); the items ready to be handed out go through a lock-free FIFO
-//! ([`ready`]); delayed adds append to an inbox that the timer thread sorts ([`timer`]). An add
-//! takes only its item's shard lock; a worker pops without a lock, then takes the item's shard
-//! lock to mark it in flight. Idle workers spin briefly, then sleep; producers read one word that
+//! ([`ready`]); delayed adds append to an inbox that the timer thread sorts and fires, helped by
+//! idle workers ([`timer`]). An add takes only its item's shard lock; a worker pops without a
+//! lock, then takes the item's shard lock to mark it in flight. Idle workers spin briefly, then sleep; producers read one word that
 //! says whether anyone sleeps, and wake only sleepers.
 //!
 //! # Ordering

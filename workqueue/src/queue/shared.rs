@@ -503,7 +503,7 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
     }
 
     /// Starts shutting down (see the module docs); with `drain`, `shut_down_with_drain` then waits
-    /// for [`is_drained`](Shared::is_drained). A plain shutdown after a drain began ends the drain.
+    /// for [`wait_drained`](Shared::wait_drained). A plain shutdown after a drain began ends the drain.
     pub(crate) fn shut_down(&self, drain: bool) {
         let _life = self.life.lock();
         if self.closing.load(Ordering::Acquire) {

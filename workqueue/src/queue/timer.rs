@@ -17,6 +17,13 @@
 //! entry appended after it was appended after the plan was published, so its add compares its
 //! deadline with that plan and signals if it is earlier. Either way no entry waits past its
 //! deadline for a timer that sleeps on.
+//!
+//! Workers help with the firing: a worker that finds nothing ready, once the planned deadline has
+//! come, fires the due entries of the schedule itself if the timer does not hold it
+//! ([`plan_due`](Timer::plan_due), [`try_schedule`](Timer::try_schedule)), so due items do not
+//! wait for the timer thread to get a core. Workers never move the inbox nor publish a plan: the
+//! argument above is the timer's alone, and a worker's firing only makes the timer's next round
+//! find less to do.
 
 use super::delays::{Delays, Entry};
 use crate::sync::atomic::{AtomicU64, Ordering};
