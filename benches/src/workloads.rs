@@ -18,6 +18,10 @@ mod q2_dedup;
 mod q3;
 mod q4;
 mod q5;
+mod r1;
+mod r1_source;
+
+pub use r1::{write_snapshot as r1_write_snapshot, WRITE_SNAPSHOT_FLAG as R1_WRITE_SNAPSHOT_FLAG};
 
 use kcache_core::{Clock, SystemClock};
 use std::time::Instant;
@@ -63,6 +67,7 @@ pub fn registry() -> Vec<Workload> {
         m1::M1,
         m2::M2,
         m2::M2_CHANGED,
+        r1::R1,
     ]);
     all
 }

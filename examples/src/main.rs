@@ -18,6 +18,7 @@ mod metrics;
 mod prom;
 mod reconcile_log;
 mod report;
+mod restart;
 mod sharded;
 mod source;
 mod world;
@@ -28,6 +29,7 @@ use crate::metrics::DemoMetricsProvider;
 use crate::prom::{Prometheus, Tee};
 use crate::reconcile_log::{ReconcileLog, Wrap};
 use crate::report::{Report, ReportOrFailure};
+use crate::restart::CountingLists;
 use crate::sharded::Sharded;
 use crate::source::Source;
 use crate::world::{check, same_objects, Ctx, Pod, ReplicaSet, Rng, User, UserStats, OWNER_INDEX};
@@ -91,8 +93,10 @@ async fn run_on_backend(args: &Args) -> ReportOrFailure {
         }
         #[cfg(feature = "etcd")]
         Backend::Etcd { url, prefix } => {
-            // Replicas share the world: only a lone demo clears it.
-            let clear = args.election.is_none() && args.shard.is_none();
+            // Replicas share the world, and a demo that restarts warm continues it: only a lone
+            // demo without snapshots clears it.
+            let clear =
+                args.election.is_none() && args.shard.is_none() && args.snapshot_dir.is_none();
             let (sets, pods) = match etcd::connect(url, prefix, clock.clone(), clear).await {
                 Ok(pair) => pair,
                 Err(e) => return Report::failed(vec![e]),
@@ -154,8 +158,14 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
         stats: user_stats.clone(),
     };
     // A replica seeds the world only once it leads, or (sharded) if it runs the user (below).
+    // A lone demo with snapshots continues the world its last run left (or seeds an empty one).
     if election.is_none() && shard.is_none() {
-        if let Err(e) = seed(&mut user, args.sets).await {
+        let seeded = if args.snapshot_dir.is_some() {
+            continue_world(&mut user, &sets_src, args.sets).await
+        } else {
+            seed(&mut user, args.sets).await
+        };
+        if let Err(e) = seeded {
             return Report::failed(vec![e]);
         }
     }
@@ -171,30 +181,53 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
     let sets_lw = FaultInjector::with_clock(sets_src.list_watcher(), plan(0x5e75), clock.clone());
     let pods_lw = FaultInjector::with_clock(pods_src.list_watcher(), plan(0x9006), clock.clone());
     let faults = [sets_lw.handle(), pods_lw.handle()];
+    // Lists counted, so the report says whether a restart listed.
+    let (sets_lw, sets_lists) = CountingLists::new(sets_lw);
+    let (pods_lw, pods_lists) = CountingLists::new(pods_lw);
 
     // `--listen`: the metrics also go to a Prometheus registry.
     let prometheus = args.listen.map(|_| Prometheus::new());
     let factory = InformerFactory::new();
+    #[cfg_attr(not(feature = "etcd"), allow(unused_mut))]
+    let mut sets_options = informer_options("replicasets", prometheus.as_ref());
+    let indexers = Indexers::new().with(OWNER_INDEX, |p: &Pod| Ok(vec![p.owner.clone()]));
+    #[cfg_attr(not(feature = "etcd"), allow(unused_mut))]
+    let mut pods_options = informer_options("pods", prometheus.as_ref()).indexers(indexers);
+    // With --snapshot-dir, each informer starts from its last snapshot (see restart.rs).
+    #[cfg(feature = "etcd")]
+    if let Some(dir) = &args.snapshot_dir {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            return Report::failed(vec![format!("cannot create {}: {e}", dir.display())]);
+        }
+        sets_options = sets_options.restore_from(restart::file(dir, "replicasets"));
+        pods_options = pods_options.restore_from(restart::file(dir, "pods"));
+    }
     let informers = factory
         .informer_for("replicasets", || {
-            SharedIndexInformer::with_options(
-                sets_lw,
-                informer_options("replicasets", prometheus.as_ref()),
-            )
+            SharedIndexInformer::with_options(sets_lw, sets_options)
         })
         .and_then(|sets| {
-            let indexers = Indexers::new().with(OWNER_INDEX, |p: &Pod| Ok(vec![p.owner.clone()]));
             let pods = factory.informer_for("pods", || {
-                SharedIndexInformer::with_options(
-                    pods_lw,
-                    informer_options("pods", prometheus.as_ref()).indexers(indexers),
-                )
+                SharedIndexInformer::with_options(pods_lw, pods_options)
             })?;
             Ok((sets, pods))
         });
     let (sets, pods) = match informers {
         Ok(pair) => pair,
         Err(e) => return Report::failed(vec![format!("informer factory: {e}")]),
+    };
+    // Snapshots every few seconds and on stop.
+    #[cfg(feature = "etcd")]
+    let snapshot_writers = match &args.snapshot_dir {
+        None => Vec::new(),
+        Some(dir) => {
+            let s = sets.snapshots(restart::file(dir, "replicasets"));
+            let p = pods.snapshots(restart::file(dir, "pods"));
+            vec![
+                tokio::spawn(async move { s.run(restart::SNAPSHOT_PERIOD).await }),
+                tokio::spawn(async move { p.run(restart::SNAPSHOT_PERIOD).await }),
+            ]
+        }
     };
 
     // Counts every notification the informers deliver (for events/s).
@@ -327,6 +360,21 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
         problems.push(format!("informers did not sync: {e}"));
     }
     let synced_after = clock.now().saturating_duration_since(start);
+    // How each informer started: restored or listed (list calls counted up to the sync).
+    #[cfg(feature = "etcd")]
+    let starts = vec![
+        restart::describe(
+            "replicasets",
+            &sets.restore_outcome(),
+            sets_lists.load(Relaxed),
+        ),
+        restart::describe("pods", &pods.restore_outcome(), pods_lists.load(Relaxed)),
+    ];
+    #[cfg(not(feature = "etcd"))]
+    let starts = vec![
+        format!("replicasets: {} list call(s)", sets_lists.load(Relaxed)),
+        format!("pods: {} list call(s)", pods_lists.load(Relaxed)),
+    ];
 
     // A replica waits (warm) for the lease, then takes the world over as it finds it.
     let led = match &election {
@@ -485,6 +533,13 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
         None => None,
     };
     factory.shutdown().await;
+    // The informers stopped: each writer wrote its last snapshot and returned.
+    #[cfg(feature = "etcd")]
+    for w in snapshot_writers {
+        if let Err(e) = w.await {
+            problems.push(format!("snapshot writer: {e}"));
+        }
+    }
     let election_line = match (&election, &led) {
         (Some(e), Some(led)) => Some(format!(
             "{} led term {} after standing by {:.2} s{}; released the lease",
@@ -541,6 +596,7 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
         election: election_line,
         shard: shard_line,
         reconcile_log: reconcile_log.map(|l| (args.reconcile_log.clone(), l.written())),
+        starts,
     }
     .into()
 }

@@ -26,6 +26,8 @@ pub(crate) struct Report {
     pub(crate) faults: Vec<FaultStats>,
     /// `--leader-elect`: how this replica came to lead.
     pub(crate) election: Option<String>,
+    /// How each informer started (restored from a snapshot or listed), one line each.
+    pub(crate) starts: Vec<String>,
     /// `--shard`: this member's final sharding stats.
     pub(crate) shard: Option<String>,
     /// `--reconcile-log`: where, and how many lines were written.
@@ -132,6 +134,9 @@ impl Report {
             self.events as f64 / secs,
             secs
         );
+        for start in &self.starts {
+            println!("  start       {start}");
+        }
         println!(
             "  controller  {} reconciles ({:.0}/s): {} ok, {} errors, {} panics; {} retries, {} dropped",
             c.reconciles,

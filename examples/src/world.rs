@@ -3,6 +3,7 @@
 //! convergence check.
 
 use crate::metrics::Histogram;
+use crate::restart::CountingLists;
 use crate::source::Source;
 use kcache_controller::{Action, ConsistencyStore, WriteTracker};
 use kcache_core::sync::Mutex;
@@ -76,12 +77,14 @@ impl SetResourceVersion for Pod {
     }
 }
 
-/// The informers over the sources (through a fault injector that injects nothing without
+/// The informers over the sources (through a list counter and a fault injector that injects nothing without
 /// `--chaos`).
-pub(crate) type SetInformer<S> =
-    SharedIndexInformer<ReplicaSet, FaultInjector<<S as Source<ReplicaSet>>::ListWatcher>>;
+pub(crate) type SetInformer<S> = SharedIndexInformer<
+    ReplicaSet,
+    CountingLists<FaultInjector<<S as Source<ReplicaSet>>::ListWatcher>>,
+>;
 pub(crate) type PodInformer<P> =
-    SharedIndexInformer<Pod, FaultInjector<<P as Source<Pod>>::ListWatcher>>;
+    SharedIndexInformer<Pod, CountingLists<FaultInjector<<P as Source<Pod>>::ListWatcher>>>;
 
 /// What the reconciles did, for the report.
 #[derive(Debug, Default)]

@@ -69,6 +69,13 @@
 //!   per registration since 1.27, and counts differently for late handlers).
 //! - [`wait_for_resource_version`](SharedIndexInformer::wait_for_resource_version): a version
 //!   once reached stays reached, even if the source's versions later go down (kcache only).
+//! - Warm restarts (feature `snapshot`, kcache only: client-go always starts with a list): an
+//!   informer built with `InformerOptions::restore_from` fills its cache from a snapshot
+//!   (written by `CacheSnapshots`) in one step, hands the handlers its objects as initial adds,
+//!   and watches from the snapshot's resource version; the changes it missed arrive as watch
+//!   events, or, if the source no longer has that version, a relist settles them (tombstones for
+//!   what vanished). [`has_synced`](SharedIndexInformer::has_synced) then waits until the cache
+//!   reached the source's version as of the restart. See the `snapshot` module.
 //!
 //! Every difference from client-go, with its reason and its test, is on one page:
 //! [`kcache_core::docs::client_go_differences`]; where each client-go name went:

@@ -15,7 +15,7 @@ use std::sync::Arc;
 /// What loads (and refuses) the snapshot of a restore: a [`SnapshotFile`] behind a trait object,
 /// so [`InformerOptions`](crate::InformerOptions) needs no codec type.
 pub(crate) trait SnapshotLoader<T>: Send + Sync {
-    fn load(&self) -> Result<Snapshot<T>, LoadError>;
+    fn load(&self) -> Result<Snapshot<Arc<T>>, LoadError>;
     fn refuse(&self, reason: RefusalReason, detail: &str);
     fn describe(&self) -> String;
 }
@@ -25,8 +25,8 @@ where
     T: 'static,
     C: SnapshotCodec<T> + 'static,
 {
-    fn load(&self) -> Result<Snapshot<T>, LoadError> {
-        SnapshotFile::load(self)
+    fn load(&self) -> Result<Snapshot<Arc<T>>, LoadError> {
+        SnapshotFile::load_with(self, Arc::new)
     }
     fn refuse(&self, reason: RefusalReason, detail: &str) {
         SnapshotFile::refuse(self, reason, detail);
@@ -135,7 +135,7 @@ where
     let mut keyed = Vec::with_capacity(snapshot.objects.len());
     for obj in snapshot.objects {
         match M::key(&obj) {
-            Ok(key) => keyed.push((KeyText::from(key), Arc::new(obj))),
+            Ok(key) => keyed.push((KeyText::from(key), obj)),
             Err(error) => {
                 let detail = format!("a snapshot object has no key: {error}");
                 loader.refuse(RefusalReason::Malformed, &detail);
@@ -159,9 +159,9 @@ where
 
 /// Loads on a blocking thread when a tokio runtime is there (decoding a large snapshot takes a
 /// while), else inline.
-async fn load<T: Send + 'static>(
+async fn load<T: Send + Sync + 'static>(
     loader: Arc<dyn SnapshotLoader<T>>,
-) -> Result<Snapshot<T>, LoadError> {
+) -> Result<Snapshot<Arc<T>>, LoadError> {
     match tokio::runtime::Handle::try_current() {
         Ok(handle) => {
             let task = handle.spawn_blocking({

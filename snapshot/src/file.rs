@@ -160,9 +160,16 @@ impl<T, C: SnapshotCodec<T>> SnapshotFile<T, C> {
 
     /// Loads and checks the snapshot (see the type's documentation for what is refused).
     pub fn load(&self) -> Result<Snapshot<T>, LoadError> {
+        self.load_with(|obj| obj)
+    }
+
+    /// [`load`](Self::load), handing each object to `f` as it is decoded and keeping what `f`
+    /// returns: `load_with(Arc::new)` gives the objects in `Arc`s without ever holding a second
+    /// vector of them.
+    pub fn load_with<U>(&self, f: impl FnMut(T) -> U) -> Result<Snapshot<U>, LoadError> {
         let result = self.read().and_then(|bytes| {
             let now = self.clock.system_time();
-            format::decode(&bytes, &self.codec, &self.policy, now).map(|s| (s, bytes.len()))
+            format::decode_map(&bytes, &self.codec, &self.policy, now, f).map(|s| (s, bytes.len()))
         });
         match result {
             Ok((snapshot, bytes)) => {

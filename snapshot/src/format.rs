@@ -233,6 +233,18 @@ pub fn decode<T, C: SnapshotCodec<T> + ?Sized>(
     policy: &LoadPolicy,
     now: SystemTime,
 ) -> Result<Snapshot<T>, LoadError> {
+    decode_map(bytes, codec, policy, now, |obj| obj)
+}
+
+/// [`decode`], handing each object to `f` as it is decoded and keeping what `f` returns (say,
+/// the object in an `Arc`: no second vector of the objects themselves is ever held).
+pub fn decode_map<T, U, C: SnapshotCodec<T> + ?Sized>(
+    bytes: &[u8],
+    codec: &C,
+    policy: &LoadPolicy,
+    now: SystemTime,
+    mut f: impl FnMut(T) -> U,
+) -> Result<Snapshot<U>, LoadError> {
     let header = decode_header(bytes, codec.type_name(), policy, now)?;
     let header_len = u32::from_le_bytes(field(bytes, 12).ok_or(LoadError::NotASnapshot)?) as usize;
     let body = &bytes[header_len..];
@@ -260,7 +272,7 @@ pub fn decode<T, C: SnapshotCodec<T> + ?Sized>(
         let object = codec
             .decode(encoded)
             .map_err(|source| LoadError::Decode { index, source })?;
-        objects.push(object);
+        objects.push(f(object));
         rest = &rest[PER_OBJECT + len..];
     }
     if !rest.is_empty() {

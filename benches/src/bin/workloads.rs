@@ -6,7 +6,9 @@
 use kcache_benches::report;
 use kcache_benches::rss::{cpu_time_ms, peak_rss_mib};
 use kcache_benches::stats::median;
-use kcache_benches::workloads::{registry, select, Workload};
+use kcache_benches::workloads::{
+    r1_write_snapshot, registry, select, Workload, R1_WRITE_SNAPSHOT_FLAG,
+};
 use kcache_core::{Clock, SystemClock};
 use serde_json::{Map, Value};
 use std::io::Read;
@@ -61,6 +63,20 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("--child") {
         return child(&args[1..]);
+    }
+    if args.first().map(String::as_str) == Some(R1_WRITE_SNAPSHOT_FLAG) {
+        // r1's warm run writes its snapshot in a process of its own (see workloads/r1.rs).
+        let Some(path) = args.get(1) else {
+            eprintln!("workloads: {R1_WRITE_SNAPSHOT_FLAG} needs a path");
+            return ExitCode::from(2);
+        };
+        return match r1_write_snapshot(std::path::Path::new(path)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(msg) => {
+                eprintln!("workloads: {msg}");
+                ExitCode::FAILURE
+            }
+        };
     }
     match parse(&args) {
         Ok(Some(opts)) => parent(&opts),

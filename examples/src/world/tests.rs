@@ -43,8 +43,16 @@ impl Source<Pod> for KilledAtOnce {
     }
 }
 
-fn lw<T>(source: MemorySource<T>, clock: &FakeClock) -> FaultInjector<MemorySource<T>> {
-    FaultInjector::with_clock(source, FaultPlan::default(), Arc::new(clock.clone()))
+fn lw<T>(
+    source: MemorySource<T>,
+    clock: &FakeClock,
+) -> CountingLists<FaultInjector<MemorySource<T>>> {
+    CountingLists::new(FaultInjector::with_clock(
+        source,
+        FaultPlan::default(),
+        Arc::new(clock.clone()),
+    ))
+    .0
 }
 
 /// Waits (bounded, by polling the store, on a multi-thread runtime) until the consistency store
@@ -243,7 +251,12 @@ async fn requeue_before_the_pod_events(mitigate: bool) -> (u64, u64, u64) {
     ));
     let indexers = Indexers::new().with(OWNER_INDEX, |p: &Pod| Ok(vec![p.owner.clone()]));
     let pods = Arc::new(SharedIndexInformer::with_options(
-        FaultInjector::with_clock(slow.clone(), FaultPlan::default(), Arc::new(clock.clone())),
+        CountingLists::new(FaultInjector::with_clock(
+            slow.clone(),
+            FaultPlan::default(),
+            Arc::new(clock.clone()),
+        ))
+        .0,
         InformerOptions::new().name("pods").indexers(indexers),
     ));
     let (stop, stopped) = tokio::sync::watch::channel(false);
