@@ -97,7 +97,10 @@ pub trait PagedReplace<T>: Send + Sync {
     /// list, an expired continue token) no longer count as listed.
     fn begin_list(&self);
 
-    /// The next page of the current attempt.
+    /// The next page of the current attempt. An object whose key an earlier object of the
+    /// attempt had (in this page or an earlier one) replaces it: the last one wins. A paged list
+    /// has no such repeats; the initial events of a streaming list, which arrive in pages too,
+    /// may.
     ///
     /// # Errors
     /// The store's error. When [`ReflectorStore::replace_applied`] says so, the store took the
@@ -115,6 +118,13 @@ pub trait PagedReplace<T>: Send + Sync {
     /// # Errors
     /// The store's error.
     fn finish_list(&self, rv: ResourceVersion) -> Result<(), Self::Error>;
+
+    /// A streaming list's initial event deleted `obj` (after the pages handed over so far):
+    /// its key is no longer listed by this attempt, unless a later page lists it again.
+    ///
+    /// # Errors
+    /// The store's error; the reflector abandons the attempt.
+    fn list_delete(&self, obj: Arc<T>) -> Result<(), Self::Error>;
 
     /// The attempt failed after some pages: forget what it listed (what it applied stays; the
     /// next attempt's `finish_list` settles it).

@@ -52,6 +52,8 @@ pub enum RealOp {
     },
     /// `close`.
     Close,
+    /// `list_delete` of this key.
+    ListDelete(u8),
 }
 
 #[derive(Debug, PartialEq)]
@@ -130,7 +132,8 @@ struct Model {
     initial: usize,
     processing: bool,
     closed: bool,
-    staged: Option<Vec<(String, u8)>>,
+    /// Staged entries, `None` for a deleted key.
+    staged: Option<Vec<(String, Option<u8>)>>,
 }
 
 impl Model {
@@ -138,15 +141,23 @@ impl Model {
         self.populated && self.initial == 0
     }
 
-    fn listed(objects: &[(u8, u8)]) -> Vec<(String, u8)> {
+    /// The accepted objects of a list.
+    fn listed(objects: &[(u8, u8)]) -> Vec<(String, Option<u8>)> {
         objects
             .iter()
             .filter(|&&(k, v)| !refused(k, v))
-            .map(|&(k, v)| (name(k), v))
+            .map(|&(k, v)| (name(k), Some(v)))
             .collect()
     }
 
-    fn queue_list(&mut self, objects: Vec<(String, u8)>) {
+    /// Queues a list, each key once: its last entry, at that one's place, unless it deletes.
+    fn queue_list(&mut self, entries: Vec<(String, Option<u8>)>) {
+        let objects = entries
+            .iter()
+            .enumerate()
+            .filter(|&(i, (k, _))| entries[i + 1..].iter().all(|(later, _)| later != k))
+            .filter_map(|(_, (k, v))| v.map(|v| (k.clone(), v)))
+            .collect();
         self.queue.push_back(("ReplacedAll".into(), objects));
         if !self.populated {
             self.populated = true;
@@ -279,6 +290,16 @@ impl Driver {
             RealOp::AbandonList => {
                 self.fifo.abandon_list();
                 self.model.staged = None;
+            }
+            RealOp::ListDelete(k) => {
+                let result = self.fifo.list_delete(&pod(*k, 0));
+                assert_eq!(result.is_err(), *k == 0, "list_delete of key {k}");
+                if *k != 0 {
+                    self.model
+                        .staged
+                        .get_or_insert_with(Vec::new)
+                        .push((name(*k), None));
+                }
             }
             RealOp::Pop { max, during } => self.pop(usize::from(*max), during),
             RealOp::Close => {

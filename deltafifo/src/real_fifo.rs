@@ -4,6 +4,7 @@
 
 mod entry;
 mod pop;
+mod staged;
 
 pub use entry::{Batch, BatchIntoIter, Entry, ReplacedAll};
 pub use pop::RealPopFuture;
@@ -13,6 +14,7 @@ use crate::options::Transformer;
 use crate::sync::Mutex;
 use crate::{BoxError, DeltaFifoError, DeltaType, Progress, Written};
 use kcache_core::{KeyText, Meta, ObjectAccessor, ResourceVersion};
+use staged::{last_wins, Staged};
 use std::collections::VecDeque;
 use std::fmt;
 use std::marker::PhantomData;
@@ -110,11 +112,6 @@ impl<T> State<T> {
         self.queue.push_back(entry);
         std::mem::take(&mut self.wakers)
     }
-}
-
-/// The pages of a list taken page by page, keyed and transformed.
-struct Staged<T> {
-    objects: Vec<(KeyText, Arc<T>)>,
 }
 
 fn wake(wakers: Vec<Waker>) {
@@ -273,7 +270,7 @@ impl<T, M: Meta<T>> RealFifo<T, M> {
         &self,
         objects: Vec<Arc<T>>,
         keep: &mut dyn FnMut(&KeyText, Arc<T>) -> Arc<T>,
-        into: &mut Vec<(KeyText, Arc<T>)>,
+        into: &mut Vec<(KeyText, Option<Arc<T>>)>,
     ) -> Vec<DeltaFifoError> {
         let mut refused = Vec::new();
         into.reserve(objects.len());
@@ -281,7 +278,7 @@ impl<T, M: Meta<T>> RealFifo<T, M> {
             match self.keyed(obj) {
                 Ok((key, obj)) => {
                     let obj = keep(&key, obj);
-                    into.push((key, obj));
+                    into.push((key, Some(obj)));
                 }
                 Err(e) => refused.push(e),
             }
@@ -291,7 +288,8 @@ impl<T, M: Meta<T>> RealFifo<T, M> {
 
     /// Queues one [`ReplacedAll`](Entry::ReplacedAll) entry with `objects` at `rv` (a list
     /// taken in one piece). The first replace fixes the initial population (everything
-    /// queued so far), unless a write came first.
+    /// queued so far), unless a write came first. A key listed twice is listed once, with its
+    /// last object, at the place of that last one.
     ///
     /// # Errors
     /// [`DeltaFifoError::Refused`] with the reason for each object whose key or transform
@@ -315,7 +313,7 @@ impl<T, M: Meta<T>> RealFifo<T, M> {
     ) -> Result<(), DeltaFifoError> {
         let mut listed = Vec::new();
         let refused = self.prepare(objects, &mut keep, &mut listed);
-        self.queue_list(listed, rv);
+        self.queue_list(last_wins(listed), rv);
         if refused.is_empty() {
             Ok(())
         } else {
@@ -348,15 +346,14 @@ impl<T, M: Meta<T>> RealFifo<T, M> {
     /// A list taken page by page starts: the pages of an earlier attempt that was not
     /// finished are dropped. Nothing is queued until [`finish_list`](Self::finish_list).
     pub fn begin_list(&self) {
-        let old = self.staged.lock().replace(Staged {
-            objects: Vec::new(),
-        });
+        let old = self.staged.lock().replace(Staged::new());
         drop(old);
     }
 
     /// Stages the next page of the list in progress (one starts if none is), as
     /// [`replace_keeping`](Self::replace_keeping) would take it. The consumer sees nothing of
-    /// it until [`finish_list`](Self::finish_list).
+    /// it until [`finish_list`](Self::finish_list). An object whose key the list staged before
+    /// replaces the earlier one (a streaming list's initial events may repeat a key).
     ///
     /// # Errors
     /// As [`replace`](Self::replace): the refused objects are left out, the rest is staged.
@@ -366,10 +363,8 @@ impl<T, M: Meta<T>> RealFifo<T, M> {
         mut keep: impl FnMut(&KeyText, Arc<T>) -> Arc<T>,
     ) -> Result<(), DeltaFifoError> {
         let mut staged = self.staged.lock();
-        let staged = staged.get_or_insert_with(|| Staged {
-            objects: Vec::new(),
-        });
-        let refused = self.prepare(objects, &mut keep, &mut staged.objects);
+        let staged = staged.get_or_insert_with(Staged::new);
+        let refused = self.prepare(objects, &mut keep, &mut staged.entries);
         if refused.is_empty() {
             Ok(())
         } else {
@@ -377,16 +372,34 @@ impl<T, M: Meta<T>> RealFifo<T, M> {
         }
     }
 
-    /// How many objects the list in progress has staged.
+    /// Takes `obj`'s key out of the list in progress (one starts if none is): a streaming
+    /// list's initial event deleted it. A later page may list it again.
+    ///
+    /// # Errors
+    /// The key accessor's failure; nothing changes.
+    pub fn list_delete(&self, obj: &T) -> Result<(), DeltaFifoError> {
+        let key = key_text::<T, M>(obj)?;
+        self.staged
+            .lock()
+            .get_or_insert_with(Staged::new)
+            .entries
+            .push((key, None));
+        Ok(())
+    }
+
+    /// How many entries the list in progress has staged (a repeated key, or a deleted one,
+    /// counts each time until [`finish_list`](Self::finish_list)).
     pub fn staged_len(&self) -> usize {
-        self.staged.lock().as_ref().map_or(0, |s| s.objects.len())
+        self.staged.lock().as_ref().map_or(0, |s| s.entries.len())
     }
 
     /// The list in progress is complete at `rv`: its pages are queued as one
-    /// [`ReplacedAll`](Entry::ReplacedAll) entry (an empty list without any page).
+    /// [`ReplacedAll`](Entry::ReplacedAll) entry (an empty list without any page), each key
+    /// once, with the last object staged for it, at that object's place; a key whose last
+    /// staged change was [`list_delete`](Self::list_delete) is left out.
     pub fn finish_list(&self, rv: ResourceVersion) {
         let staged = self.staged.lock().take();
-        let objects = staged.map(|s| s.objects).unwrap_or_default();
+        let objects = staged.map(Staged::into_list).unwrap_or_default();
         self.queue_list(objects, rv);
     }
 

@@ -1,5 +1,5 @@
 //! Model test of `RealFifo`: random operation lists (writes, direct writes, whole and paged
-//! lists, abandoned lists, resyncs, pops that write and pop again while their batch is
+//! lists (with deletes and repeated keys), abandoned lists, resyncs, pops that write and pop again while their batch is
 //! processed, close) drive a real `RealFifo` against a naive model, compared after every step.
 //! The checker is the same `fuzz_real::run` the `real_fifo_ops` fuzz target calls.
 
@@ -32,6 +32,7 @@ fn op() -> impl Strategy<Value = RealOp> {
         5 => (0u8..5, proptest::collection::vec(write(), 0..3))
             .prop_map(|(max, during)| RealOp::Pop { max, during }),
         1 => Just(RealOp::Close),
+        1 => kv().prop_map(|(k, _)| RealOp::ListDelete(k)),
     ]
 }
 

@@ -150,6 +150,10 @@ impl<T: Send + Sync + 'static, M: Meta<T>> PagedReplace<T> for Sink<T, M> {
         Ok(())
     }
 
+    fn list_delete(&self, obj: Arc<T>) -> Result<(), DeltaFifoError> {
+        self.fifo.list_delete(&obj)
+    }
+
     fn abandon_list(&self) {
         self.fifo.abandon_list();
     }

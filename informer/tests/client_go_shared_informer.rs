@@ -130,7 +130,10 @@ async fn a_list_error_reaches_the_watch_error_handler() {
     );
     let inf = Arc::new(kcache_informer::SharedIndexInformer::with_options(
         failing,
-        kcache_informer::InformerOptions::new().clock(Arc::new(clock.clone())),
+        // Lists, not streams (the memory source's default): the failing call is the list.
+        kcache_informer::InformerOptions::new()
+            .clock(Arc::new(clock.clone()))
+            .streaming_initial_list(false),
     ));
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     inf.set_watch_error_handler(move |e| {

@@ -53,17 +53,20 @@ async fn one_seed(seed: u64) -> (usize, u64) {
         Arc::new(clock.clone()),
     );
     let faults = faulty.handle();
-    let inf = Arc::new(SharedIndexInformer::with_options(
-        faulty,
-        InformerOptions::new()
-            .name(format!("seed-{seed}"))
-            .resync_period(Duration::from_secs(3))
-            .max_list_pages(100)
-            // Lists of several pages (applied page by page, the next fetched once the last was
-            // applied) meet the faults too: failures and expired continue tokens mid-list.
-            .page_size(1 + (seed % 3) as u32)
-            .clock(Arc::new(clock.clone())),
-    ));
+    let mut options = InformerOptions::new()
+        .name(format!("seed-{seed}"))
+        .resync_period(Duration::from_secs(3))
+        .max_list_pages(100)
+        // Lists of several pages (applied page by page, the next fetched once the last was
+        // applied) meet the faults too: failures and expired continue tokens mid-list.
+        .page_size(1 + (seed % 3) as u32)
+        .clock(Arc::new(clock.clone()));
+    // The memory source streams its lists by default (watch-list, falling back to a list when a
+    // stream fails); every fourth seed lists only.
+    if seed % 4 == 3 {
+        options = options.streaming_initial_list(false);
+    }
+    let inf = Arc::new(SharedIndexInformer::with_options(faulty, options));
     let ordered = Recorder::new();
     let coalescing = Recorder::new();
     inf.add_event_handler(ordered.clone()).unwrap();

@@ -634,9 +634,12 @@ async fn wait_for_cache_sync_is_false_when_the_informer_stops_before_syncing() {
         },
         Arc::new(clock.clone()),
     );
+    // Lists, not streams (the memory source's default): every list fails.
     let inf = Arc::new(kcache_informer::SharedIndexInformer::with_options(
         failing,
-        kcache_informer::InformerOptions::new().clock(Arc::new(clock.clone())),
+        kcache_informer::InformerOptions::new()
+            .clock(Arc::new(clock.clone()))
+            .streaming_initial_list(false),
     ));
     let (err_tx, mut err_rx) = tokio::sync::mpsc::unbounded_channel();
     inf.set_watch_error_handler(move |e| {

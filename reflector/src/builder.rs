@@ -16,7 +16,8 @@ use std::time::Duration;
 /// [`ReflectorBuilder::build`].
 ///
 /// Defaults: name `"reflector"`, [`SystemClock`], no resync, client-go's paging rule (see
-/// [`page_size`](Self::page_size)), watch timeouts in `[5 min, 10 min]`, no streaming initial list,
+/// [`page_size`](Self::page_size)), watch timeouts in `[5 min, 10 min]`, a streaming initial list
+/// if the backend serves one ([`ListWatcher::supports_watch_list`]),
 /// [`BackoffConfig::default`], jitter seeded from process randomness, no watch-error hook, keys
 /// read through [`ObjectAccessor`].
 pub struct ReflectorBuilder<T, L: ListWatcher<T>, S: ReflectorStore<T>, M = ObjectAccessor> {
@@ -25,6 +26,9 @@ pub struct ReflectorBuilder<T, L: ListWatcher<T>, S: ReflectorStore<T>, M = Obje
     name: String,
     clock: Arc<dyn Clock>,
     config: Config,
+    /// [`streaming_initial_list`](Self::streaming_initial_list) as set; `None` follows the
+    /// backend.
+    streaming: Option<bool>,
     should_resync: Option<ShouldResync>,
     hook: Option<Hook<L::Error, S::Error>>,
     _types: PhantomData<fn() -> (T, M)>,
@@ -49,6 +53,7 @@ impl<T, L: ListWatcher<T>, S: ReflectorStore<T>> ReflectorBuilder<T, L, S, Objec
                 paged: false,
                 resume_from: None,
             },
+            streaming: None,
             should_resync: None,
             hook: None,
             _types: PhantomData,
@@ -67,6 +72,7 @@ impl<T, L: ListWatcher<T>, S: ReflectorStore<T>, M: Meta<T>> ReflectorBuilder<T,
             name: b.name,
             clock: b.clock,
             config: b.config,
+            streaming: b.streaming,
             should_resync: b.should_resync,
             hook: b.hook,
             _types: PhantomData,
@@ -128,6 +134,7 @@ where
             name: self.name,
             clock: self.clock,
             config: self.config,
+            streaming: self.streaming,
             should_resync: self.should_resync,
             hook: self.hook,
             _types: PhantomData,
@@ -211,10 +218,25 @@ where
         self
     }
 
-    /// Uses a streaming initial list (Kubernetes watch-list) instead of a list, falling back to a
-    /// list when the backend cannot do it.
+    /// Whether lists stream (Kubernetes watch-list: a watch that first sends every object, then
+    /// a bookmark that ends the initial events, then goes on as the watch) instead of a list
+    /// followed by a watch.
+    ///
+    /// Unset, the reflector streams when the backend says it can
+    /// ([`ListWatcher::supports_watch_list`]: kcache-memory and kcache-kube do), as client-go
+    /// 1.35 does. `true` streams with any backend. Either way a cycle whose stream the source
+    /// refuses (an error other than a transient one or an expired version, or a stream that
+    /// closes at once without an event) lists instead; the next cycle tries streaming again.
+    /// `false` always lists.
+    ///
+    /// A streamed list is applied as a list is: in one
+    /// [`replace`](kcache_core::ReflectorStore::replace) at the end bookmark, or, for a store
+    /// that takes lists [page by page](kcache_core::PagedReplace), in pages of
+    /// [`DEFAULT_PAGE_SIZE`] objects as they arrive, then `finish_list`. An initial event for a
+    /// key already streamed replaces the earlier object (the last one wins); a `Deleted` one
+    /// removes it.
     pub fn streaming_initial_list(mut self, on: bool) -> Self {
-        self.config.streaming = on;
+        self.streaming = Some(on);
         self
     }
 
@@ -284,12 +306,16 @@ where
     where
         M: Meta<T>,
     {
+        let mut config = self.config;
+        config.streaming = self
+            .streaming
+            .unwrap_or_else(|| self.lw.supports_watch_list());
         Reflector {
             lw: self.lw,
             store: self.store,
             name: self.name,
             clock: self.clock,
-            config: self.config,
+            config,
             should_resync: self.should_resync,
             hook: self.hook,
             shared: Shared::new(),
@@ -303,6 +329,7 @@ impl<T, L: ListWatcher<T>, S: ReflectorStore<T>, M> fmt::Debug for ReflectorBuil
         f.debug_struct("ReflectorBuilder")
             .field("name", &self.name)
             .field("config", &self.config)
+            .field("streaming", &self.streaming)
             .finish_non_exhaustive()
     }
 }

@@ -522,6 +522,11 @@ impl<T: Send + Sync + 'static, L: ListWatcher<T>> ListWatcher<T> for FaultInject
         let inner = self.inner.current_resource_version();
         async move { inner.await.map_err(FaultError::Backend) }
     }
+
+    /// The wrapped source's answer: faults are injected into its streams as into its watches.
+    fn supports_watch_list(&self) -> bool {
+        self.inner.supports_watch_list()
+    }
 }
 
 fn kind_or_retry(kind: Option<ErrorKind>) -> ErrorKind {

@@ -21,9 +21,13 @@
 //!   than a second); a [`ErrorKind::Retry`] error backs off and re-watches; any
 //!   other error (and bad input, see [`BadInput`]) backs off and relists. Backoff is client-go's:
 //!   800 ms doubling to 30 s with jitter, reset after 2 healthy minutes ([`BackoffConfig`]);
-//! - optional streaming initial list (watch-list: one replace at the end-of-initial-events
-//!   bookmark, then the same stream goes on), resync timer with `should_resync`, a watch-error
-//!   hook, and a [`ReflectorHandle`] to stop it.
+//! - a streaming list (watch-list) instead of the list when the backend serves one
+//!   ([`ListWatcher::supports_watch_list`]; or as set with
+//!   [`ReflectorBuilder::streaming_initial_list`]): the initial events become one list, applied
+//!   as a list is at the end-of-initial-events bookmark, then the same stream goes on as the
+//!   watch; a cycle whose stream the source refuses lists instead;
+//! - a resync timer with `should_resync`, a watch-error hook, and a [`ReflectorHandle`] to stop
+//!   it.
 //!
 //! No type to write for a quick backend: [`ListWatch`] builds a `ListWatcher` from a list closure
 //! and a watch closure (client-go's `cache.ListWatch`), and [`PollingListWatcher`] turns a source

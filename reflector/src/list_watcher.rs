@@ -159,6 +159,16 @@ pub trait ListWatcher<T>: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Option<ResourceVersion>, Self::Error>> + Send {
         std::future::ready(Ok(None))
     }
+
+    /// Whether the backend serves streaming lists ([`WatchOptions::send_initial_events`]: every
+    /// current object as `Added`, then a bookmark with [`Bookmark::initial_events_end`]). A
+    /// reflector left at its default then lists by streaming (see
+    /// [`ReflectorBuilder::streaming_initial_list`](crate::ReflectorBuilder::streaming_initial_list)),
+    /// and still falls back to a list for any cycle in which the source refuses the stream.
+    /// `false`, the default: the reflector lists, then watches.
+    fn supports_watch_list(&self) -> bool {
+        false
+    }
 }
 
 impl<T, L: ListWatcher<T>> ListWatcher<T> for Arc<L> {
@@ -182,5 +192,9 @@ impl<T, L: ListWatcher<T>> ListWatcher<T> for Arc<L> {
         &self,
     ) -> impl Future<Output = Result<Option<ResourceVersion>, Self::Error>> + Send {
         (**self).current_resource_version()
+    }
+
+    fn supports_watch_list(&self) -> bool {
+        (**self).supports_watch_list()
     }
 }

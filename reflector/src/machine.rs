@@ -19,7 +19,7 @@ mod stream;
 mod tests;
 
 use list::ListState;
-use stream::InitialEvents;
+use stream::{AfterPage, InitialEvents};
 
 /// A watch that closes cleanly without events sooner than this is a "very short watch".
 pub(crate) const VERY_SHORT_WATCH: Duration = Duration::from_secs(1);
@@ -106,6 +106,8 @@ pub(crate) enum StoreCall<T> {
     },
     /// The paged list is complete at this version.
     FinishList(ResourceVersion),
+    /// A `Deleted` initial event of a streaming list handed to a paged store.
+    ListDelete(Arc<T>),
     Resync,
     Bookmark(ResourceVersion),
 }
@@ -116,9 +118,10 @@ impl<T> StoreCall<T> {
             Self::Add(_) => StoreOperation::Add,
             Self::Update(_) => StoreOperation::Update,
             Self::Delete(_) => StoreOperation::Delete,
-            Self::Replace(..) | Self::ListPage { .. } | Self::FinishList(_) => {
-                StoreOperation::Replace
-            }
+            Self::Replace(..)
+            | Self::ListPage { .. }
+            | Self::FinishList(_)
+            | Self::ListDelete(_) => StoreOperation::Replace,
             Self::Resync => StoreOperation::Resync,
             Self::Bookmark(_) => StoreOperation::Bookmark,
         }
@@ -162,6 +165,12 @@ enum Phase<T> {
     Streaming {
         requested: ResourceVersion,
         items: InitialEvents<T>,
+    },
+    /// A page (or a delete) of a streaming list is with a paged store; `after` follows.
+    StreamPaging {
+        requested: ResourceVersion,
+        items: InitialEvents<T>,
+        after: AfterPage<T>,
     },
     Replacing {
         rv: ResourceVersion,
@@ -236,6 +245,12 @@ impl<T, M: Meta<T>> Machine<T, M> {
     /// accessor that writes the key's parts allocates nothing for a valid object.
     pub(super) fn key_error(&mut self, obj: &T) -> Option<kcache_core::KeyError> {
         M::write_key(obj, &mut self.key_buf).err()
+    }
+
+    /// Whether a streaming list is reading its initial events (pages of it may be with a paged
+    /// store).
+    pub(crate) fn is_streaming(&self) -> bool {
+        matches!(self.phase, Phase::Streaming { .. })
     }
 
     /// The resource version of the last list or event applied (client-go's
@@ -373,6 +388,14 @@ impl<T, M: Meta<T>> Machine<T, M> {
             (Phase::Streaming { requested, items }, input) => {
                 self.on_stream_input(requested, items, input, now)
             }
+            (
+                Phase::StreamPaging {
+                    requested,
+                    items,
+                    after,
+                },
+                Input::StoreDone(res),
+            ) => self.on_stream_page_taken(requested, items, after, res, now),
             // Anything else is a driver bug; recover by relisting after a backoff.
             (_, _) => {
                 let delay = self.backoff.next_delay(now, &mut self.rng);
@@ -472,7 +495,7 @@ impl<T, M: Meta<T>> Machine<T, M> {
         };
         self.phase = Phase::Streaming {
             requested,
-            items: InitialEvents::new(),
+            items: InitialEvents::new(self.config.paged),
         };
         Output {
             report,

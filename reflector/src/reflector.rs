@@ -28,9 +28,9 @@ pub(crate) type ShouldResync = Arc<dyn Fn() -> bool + Send + Sync>;
 /// list then ends with `finish_list` instead of one `replace`), then watches from the list's version with bookmarks and a
 /// randomized timeout, applying each event to the store. A clean close re-watches (after a backoff
 /// when several watches in a row closed within a second: [`ReflectorError::ShortWatches`]); a `Retry` error
-/// backs off and re-watches; any other error backs off and relists. Optionally, a streaming initial
-/// list replaces the list, and a resync timer calls `store.resync()`. Backoff, timeouts and resync
-/// all run on the [`Clock`].
+/// backs off and re-watches; any other error backs off and relists. A streaming list replaces the
+/// list when the backend serves one (see [`ReflectorBuilder::streaming_initial_list`]), and a
+/// resync timer may call `store.resync()`. Backoff, timeouts and resync all run on the [`Clock`].
 ///
 /// Build one with [`Reflector::builder`]; see the crate documentation for an example.
 #[doc(alias = "ListAndWatch")]
@@ -139,10 +139,16 @@ where
                 && !matches!(
                     out.command,
                     Command::List(_)
-                        | Command::Store(StoreCall::ListPage { .. } | StoreCall::FinishList(_))
+                        | Command::Store(
+                            StoreCall::ListPage { .. }
+                                | StoreCall::FinishList(_)
+                                | StoreCall::ListDelete(_)
+                        )
                 )
+                && !(matches!(out.command, Command::ReadWatch { .. }) && machine.is_streaming())
             {
-                // The paged list attempt failed (a backoff, or a streaming list next).
+                // The paged list attempt failed (a backoff, a new attempt, or a list or stream
+                // instead).
                 list_open = false;
                 if let Some(paged) = paged {
                     paged.abandon_list();
@@ -315,6 +321,10 @@ where
             },
             StoreCall::FinishList(rv) => match paged {
                 Some(paged) => paged.finish_list(rv),
+                None => Ok(()),
+            },
+            StoreCall::ListDelete(obj) => match paged {
+                Some(paged) => paged.list_delete(obj),
                 None => Ok(()),
             },
             StoreCall::Add(o) => self.store.add(o),

@@ -94,6 +94,10 @@ impl PagedReplace<Pod> for Store {
         self.0.call(format!("finish @{rv}"));
         Ok(())
     }
+    fn list_delete(&self, obj: Arc<Pod>) -> Result<(), PagedError> {
+        self.0.call(format!("delete {}", obj.name));
+        Ok(())
+    }
     fn abandon_list(&self) {
         self.0.call("abandon".into());
     }

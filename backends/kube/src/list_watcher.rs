@@ -138,4 +138,10 @@ where
     ) -> impl Future<Output = Result<Option<ResourceVersion>, KubeError>> + Send {
         self.endpoint.current_resource_version::<K>()
     }
+    /// Yes: a watch with `sendInitialEvents=true` (Kubernetes' watch-list, the server's
+    /// `WatchList` feature). A server without it refuses the request with an error, and the
+    /// reflector lists instead for that cycle.
+    fn supports_watch_list(&self) -> bool {
+        true
+    }
 }

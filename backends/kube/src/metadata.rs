@@ -123,4 +123,10 @@ where
         self.endpoint
             .current_resource_version::<PartialObjectMeta<K>>()
     }
+    /// Yes: a watch with `sendInitialEvents=true` (Kubernetes' watch-list, the server's
+    /// `WatchList` feature). A server without it refuses the request with an error, and the
+    /// reflector lists instead for that cycle.
+    fn supports_watch_list(&self) -> bool {
+        true
+    }
 }

@@ -8,7 +8,7 @@
 //! |---|---|---|
 //! | `watcher(api, watcher::Config)`: a stream of `Init` / `InitApply` / `InitDone` / `Apply` / `Delete` | [`KubeListWatcher::new(api)`](crate::KubeListWatcher) driven by a [`kcache_reflector::Reflector`] | the reflector owns the list/watch protocol: paging (500), bookmarks, relist on 410, backoff (800 ms → 30 s, jitter, reset after 2 min) built in, not opt-in; `last_sync_resource_version()`, a watch-error hook, periodic resync |
 //! | `watcher::Config::labels` / `fields` | [`KubeListWatcher::labels`](crate::KubeListWatcher::labels) / [`fields`](crate::KubeListWatcher::fields) | same selectors, on lists and watches |
-//! | `InitialListStrategy::StreamingList` | `ReflectorBuilder::streaming_initial_list(true)` | falls back to a paged list when the server cannot stream |
+//! | `InitialListStrategy::StreamingList` | the default (`ReflectorBuilder::streaming_initial_list(false)` lists instead) | falls back to a paged list for a cycle whose stream the server refuses |
 //! | `metadata_watcher` / `Api<PartialObjectMeta<K>>` | [`KubeMetadataListWatcher`](crate::KubeMetadataListWatcher) | the cache holds `PartialObjectMeta<K>` |
 //! | `reflector(writer, stream)` + `Store<K>` (`get`, `state`, `find`) | `kcache_informer::SharedIndexInformer` and its `CacheReader` (`get_by_key`, `list`, `list_by_namespace`, `by_index`) | secondary indexes (`add_indexers` / `by_index`) instead of linear `find`; keys are `"namespace/name"` strings; objects are `Arc<K>`, never deep-cloned |
 //! | `Store::wait_until_ready` | `has_synced` / `wait_for_cache_sync` | per handler too: a handler's registration is synced once its initial events were delivered |

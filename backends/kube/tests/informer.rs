@@ -30,9 +30,21 @@ struct Running {
 
 impl Running {
     async fn start(lw: KubeListWatcher<ConfigMap>) -> Self {
+        Self::start_with(lw, InformerOptions::new()).await
+    }
+
+    /// Lists, then watches, instead of streaming the list (the default against this server).
+    async fn start_listing(lw: KubeListWatcher<ConfigMap>) -> Self {
+        Self::start_with(lw, InformerOptions::new().streaming_initial_list(false)).await
+    }
+
+    async fn start_with(
+        lw: KubeListWatcher<ConfigMap>,
+        options: InformerOptions<ConfigMap>,
+    ) -> Self {
         let informer: Arc<Informer> = Arc::new(SharedIndexInformer::with_accessor(
             lw,
-            InformerOptions::new().name("configmaps"),
+            options.name("configmaps"),
         ));
         let errors: Errors = Arc::default();
         let kinds: Arc<Mutex<Vec<ErrorKind>>> = Arc::default();
@@ -253,11 +265,7 @@ async fn a_watch_from_a_compacted_version_gets_error_410_and_the_informer_relist
         .unwrap();
     let running = Running::start(KubeListWatcher::new(kube::Api::all(server.client()))).await;
     running.synced().await;
-    let lists_before = server
-        .requests()
-        .iter()
-        .filter(|r| !r.contains("watch="))
-        .count();
+    let lists_before = relists(&server);
 
     // Let the watch deliver an event (a watch closed within 1 s without events is a
     // "very short watch", which relists instead of re-watching).
@@ -280,12 +288,7 @@ async fn a_watch_from_a_compacted_version_gets_error_410_and_the_informer_relist
     running.caught_up(&server).await;
 
     assert_eq!(running.cache(), source_state(&server));
-    let lists_after = server
-        .requests()
-        .iter()
-        .filter(|r| !r.contains("watch="))
-        .count();
-    assert!(lists_after > lists_before, "no relist after the 410");
+    assert!(relists(&server) > lists_before, "no relist after the 410");
     assert!(running.kinds.lock().unwrap().contains(&ErrorKind::Expired));
     assert!(running
         .errors
@@ -318,12 +321,7 @@ async fn an_injected_watch_error_410_makes_the_informer_relist_and_converge() {
     .await;
     running.caught_up(&server).await;
     assert_eq!(running.cache(), source_state(&server));
-    let lists = server
-        .requests()
-        .iter()
-        .filter(|r| !r.contains("watch="))
-        .count();
-    assert!(lists >= 2, "a relist after the expired watches");
+    assert!(relists(&server) >= 2, "a relist after the expired watches");
     running.stop().await;
 }
 
@@ -336,7 +334,8 @@ async fn three_thousand_objects_are_listed_in_pages_of_500() {
             .create(config_map("bulk", &format!("cm-{i:05}"), "x"))
             .unwrap();
     }
-    let running = Running::start(KubeListWatcher::new(kube::Api::all(server.client()))).await;
+    let running =
+        Running::start_listing(KubeListWatcher::new(kube::Api::all(server.client()))).await;
     running.synced().await;
     assert_eq!(running.informer.indexer().len(), 3000);
     assert_eq!(running.cache(), source_state(&server));
@@ -425,12 +424,51 @@ async fn an_undecodable_list_is_a_typed_error_and_the_next_list_syncs() {
         .create(config_map("apps", "a", "1"))
         .unwrap();
     server.corrupt_next_lists(1);
-    let running = Running::start(KubeListWatcher::new(kube::Api::all(server.client()))).await;
+    let running =
+        Running::start_listing(KubeListWatcher::new(kube::Api::all(server.client()))).await;
     running.synced().await;
     assert_eq!(running.cache(), source_state(&server));
     assert_eq!(
         running.errors.lock().unwrap().first().map(String::as_str),
         Some("list: decode")
+    );
+    running.stop().await;
+}
+
+/// The lists and streaming lists the server was asked for.
+fn relists(server: &Loopback) -> usize {
+    server
+        .requests()
+        .iter()
+        .filter(|r| !r.contains("watch=") || r.contains("sendInitialEvents=true"))
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_informer_streams_its_list_by_default_and_never_lists() {
+    let server = server().await;
+    for i in 0..700 {
+        server
+            .source()
+            .create(config_map("bulk", &format!("cm-{i:05}"), "x"))
+            .unwrap();
+    }
+    let running = Running::start(KubeListWatcher::new(kube::Api::all(server.client()))).await;
+    running.synced().await;
+    assert_eq!(running.informer.indexer().len(), 700);
+    assert_eq!(running.cache(), source_state(&server));
+    let requests = server.requests();
+    assert!(
+        requests.iter().all(|r| r.contains("watch=")),
+        "no list: {requests:?}"
+    );
+    assert_eq!(
+        requests
+            .iter()
+            .filter(|r| r.contains("sendInitialEvents=true"))
+            .count(),
+        1,
+        "{requests:?}"
     );
     running.stop().await;
 }

@@ -144,6 +144,12 @@ where
     ) -> impl Future<Output = Result<Option<ResourceVersion>, Self::Error>> + Send {
         std::future::ready(Ok(Some(self.resource_version())))
     }
+
+    /// Yes: a watch with `send_initial_events` streams a consistent snapshot, then the end
+    /// bookmark, then the changes after it.
+    fn supports_watch_list(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

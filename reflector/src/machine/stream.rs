@@ -1,68 +1,115 @@
-//! The streaming-list half of the machine (watch-list): apply the initial events to a temporary
-//! store until the end-of-initial-events bookmark, then one replace; fall back to a list on
-//! errors.
+//! The streaming-list half of the machine (watch-list): the initial events until the
+//! end-of-initial-events bookmark become one list, then the same stream goes on as the watch;
+//! errors retry, reset or fall back to a list.
+//!
+//! For a store that takes whole lists, the initial events gather in a temporary store keyed by
+//! object (client-go's `temporaryStore`) and go in one replace at the end bookmark. For a store
+//! that takes lists page by page ([`Config::paged`](super::Config)), they go to the store in
+//! pages as they arrive (so a relist holds about a page beside what the store keeps), a
+//! `Deleted` initial event as its own call, and the end bookmark finishes the list.
 
 use super::{cmd, After, Command, Input, Machine, Out, Output, Phase, StoreCall, VERY_SHORT_WATCH};
-use crate::error::{BadInput, ReflectorError};
+use crate::error::{BadInput, ReflectorError, StoreOperation};
 use crate::list_watcher::{BackendError, ErrorKind, WatchEvent};
 use kcache_core::{Meta, ObjectKey, ResourceVersion};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// The temporary store of a streaming list (client-go's `temporaryStore`): the objects of the
-/// initial events, in arrival order. `Added` events only append; the key index is built at the
-/// first `Modified` or `Deleted` (rare during initial events), which then update or remove.
-pub(crate) struct InitialEvents<T> {
-    items: Vec<Arc<T>>,
-    index: Option<HashMap<ObjectKey, usize>>,
+/// The initial events of a streaming list so far.
+pub(crate) enum InitialEvents<T> {
+    /// Gathered for one replace: every object by key, in the order its key first arrived; a
+    /// later event for a key replaces its object in place (the last one wins), a `Deleted` one
+    /// leaves a hole (`None`) that the replace skips.
+    Gathered {
+        items: Vec<Option<Arc<T>>>,
+        index: HashMap<ObjectKey, usize>,
+    },
+    /// Handed to a paged store: the page being filled, and what went to the store so far.
+    Paged {
+        page: Vec<Arc<T>>,
+        /// A page (or a delete) of this attempt went to the store: the next is not its first.
+        begun: bool,
+        /// Objects streamed by this attempt (bounded by the list limits).
+        objects: usize,
+    },
+}
+
+/// What follows a page of initial events handed to a paged store.
+pub(crate) enum AfterPage<T> {
+    /// Read the stream on.
+    Read,
+    /// Hand the store this `Deleted` initial event (it came after the page's objects).
+    Delete(Arc<T>),
+    /// The end bookmark came: finish the list at this version.
+    Finish(ResourceVersion),
 }
 
 impl<T> InitialEvents<T> {
-    pub(super) fn new() -> Self {
-        Self {
-            items: Vec::new(),
-            index: None,
-        }
-    }
-
-    fn index<M: Meta<T>>(&mut self) -> &mut HashMap<ObjectKey, usize> {
-        let items = &self.items;
-        self.index.get_or_insert_with(|| {
-            items
-                .iter()
-                .enumerate()
-                .filter_map(|(i, o)| M::key(o).ok().map(|k| (k, i)))
-                .collect()
-        })
-    }
-
-    /// Adds or replaces the object (an `Added` or `Modified` event).
-    fn upsert<M: Meta<T>>(&mut self, obj: Arc<T>, modified: bool) {
-        if self.index.is_none() && !modified {
-            self.items.push(obj);
-            return;
-        }
-        let Ok(key) = M::key(&obj) else { return };
-        let len = self.items.len();
-        match self.index::<M>().get(&key).copied() {
-            Some(i) => self.items[i] = obj,
-            None => {
-                self.index::<M>().insert(key, len);
-                self.items.push(obj);
+    pub(super) fn new(paged: bool) -> Self {
+        if paged {
+            Self::Paged {
+                page: Vec::new(),
+                begun: false,
+                objects: 0,
+            }
+        } else {
+            Self::Gathered {
+                items: Vec::new(),
+                index: HashMap::new(),
             }
         }
     }
 
-    /// Removes the object with `obj`'s key, if held (a `Deleted` event).
-    fn delete<M: Meta<T>>(&mut self, obj: &T) {
+    /// Objects streamed so far.
+    fn objects(&self) -> usize {
+        match self {
+            Self::Gathered { items, .. } => items.len(),
+            Self::Paged { objects, .. } => *objects,
+        }
+    }
+
+    /// Adds or replaces the object (an `Added` or `Modified` initial event).
+    fn upsert<M: Meta<T>>(&mut self, obj: Arc<T>) {
+        match self {
+            Self::Gathered { items, index } => {
+                let Ok(key) = M::key(&obj) else { return };
+                match index.get(&key) {
+                    Some(&i) => items[i] = Some(obj),
+                    None => {
+                        index.insert(key, items.len());
+                        items.push(Some(obj));
+                    }
+                }
+            }
+            Self::Paged { page, objects, .. } => {
+                page.push(obj);
+                *objects += 1;
+            }
+        }
+    }
+
+    /// Removes a gathered object with `obj`'s key, if held (a `Deleted` initial event).
+    fn delete_gathered<M: Meta<T>>(
+        items: &mut [Option<Arc<T>>],
+        index: &mut HashMap<ObjectKey, usize>,
+        obj: &T,
+    ) {
         let Ok(key) = M::key(obj) else { return };
-        let Some(i) = self.index::<M>().remove(&key) else {
-            return;
-        };
-        self.items.swap_remove(i);
-        if let Some(moved) = self.items.get(i).and_then(|o| M::key(o).ok()) {
-            self.index::<M>().insert(moved, i);
+        if let Some(slot) = index.remove(&key).and_then(|i| items.get_mut(i)) {
+            *slot = None;
+        }
+    }
+
+    /// The page to hand to a paged store now, with its `first` flag, if `due`.
+    fn take_page(&mut self, due: bool) -> Option<(Vec<Arc<T>>, bool)> {
+        match self {
+            Self::Paged { page, begun, .. } if due => {
+                let first = !*begun;
+                *begun = true;
+                Some((std::mem::take(page), first))
+            }
+            _ => None,
         }
     }
 }
@@ -88,19 +135,30 @@ impl<T, M: Meta<T>> Machine<T, M> {
                     return self.start_list(Some(ReflectorError::BadInput(bad)));
                 }
                 self.watch_events += 1;
-                self.phase = Phase::Replacing {
-                    rv: b.resource_version.clone(),
-                    from_stream: true,
+                return match items {
+                    InitialEvents::Gathered { items, .. } => {
+                        self.phase = Phase::Replacing {
+                            rv: b.resource_version.clone(),
+                            from_stream: true,
+                        };
+                        let items = items.into_iter().flatten().collect();
+                        cmd(Command::Store(StoreCall::Replace(
+                            items,
+                            b.resource_version,
+                        )))
+                    }
+                    paged => {
+                        // The last page (the first too if nothing reached the store: that
+                        // starts this attempt's list there), then the finish.
+                        self.hand_page(requested, paged, AfterPage::Finish(b.resource_version))
+                    }
                 };
-                return cmd(Command::Store(StoreCall::Replace(
-                    items.items,
-                    b.resource_version,
-                )));
             }
             Input::Event(ev) => {
                 self.watch_events += 1;
                 // client-go applies every initial event to its temporary store; only the end
                 // bookmark's version is recorded (at the replace).
+                let mut after = AfterPage::Read;
                 let report = match ev {
                     WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o)
                         if self.key_error(&o).is_some() =>
@@ -109,27 +167,37 @@ impl<T, M: Meta<T>> Machine<T, M> {
                         self.key_error(&o)
                             .map(|k| ReflectorError::BadInput(BadInput::ObjectKey(k)))
                     }
-                    WatchEvent::Added(o) => {
-                        items.upsert::<M>(o, false);
-                        None
-                    }
-                    WatchEvent::Modified(o) => {
-                        items.upsert::<M>(o, true);
+                    WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+                        items.upsert::<M>(o);
                         None
                     }
                     WatchEvent::Deleted(o) => {
-                        items.delete::<M>(&o);
+                        match &mut items {
+                            InitialEvents::Gathered { items, index } => {
+                                InitialEvents::delete_gathered::<M>(items, index, &o);
+                            }
+                            InitialEvents::Paged { .. } => after = AfterPage::Delete(o),
+                        }
                         None
                     }
                     WatchEvent::Bookmark(_) => None,
                 };
-                if items.items.len() > self.config.limits.max_objects {
+                if items.objects() > self.config.limits.max_objects {
                     let bad = BadInput::ListTooLong {
                         pages: 0,
-                        objects: items.items.len(),
+                        objects: items.objects(),
                     };
                     drop(items);
                     return self.fail_cycle(ReflectorError::BadInput(bad), now);
+                }
+                let page_full = matches!(
+                    &items,
+                    InitialEvents::Paged { page, .. } if page.len() >= crate::DEFAULT_PAGE_SIZE as usize
+                );
+                if page_full || !matches!(after, AfterPage::Read) {
+                    let mut out = self.hand_page(requested, items, after);
+                    out.report = report;
+                    return out;
                 }
                 self.phase = Phase::Streaming { requested, items };
                 return Output {
@@ -166,6 +234,78 @@ impl<T, M: Meta<T>> Machine<T, M> {
                 self.start_stream(Some(ReflectorError::WatchOpen(err)))
             }
             _ => self.start_list(Some(ReflectorError::WatchOpen(err))),
+        }
+    }
+
+    /// Hands a paged store the page filled so far (when it has objects, or when nothing of
+    /// this attempt reached the store yet and the list ends or a delete must follow it), then
+    /// does `after`.
+    fn hand_page<E, SE>(
+        &mut self,
+        requested: ResourceVersion,
+        mut items: InitialEvents<T>,
+        after: AfterPage<T>,
+    ) -> Out<T, E, SE> {
+        let due = match &items {
+            InitialEvents::Paged { page, begun, .. } => {
+                !page.is_empty() || (!*begun && !matches!(after, AfterPage::Read))
+            }
+            InitialEvents::Gathered { .. } => false,
+        };
+        match items.take_page(due) {
+            Some((page, first)) => {
+                self.phase = Phase::StreamPaging {
+                    requested,
+                    items,
+                    after,
+                };
+                cmd(Command::Store(StoreCall::ListPage { items: page, first }))
+            }
+            None => self.after_stream_page(requested, items, after),
+        }
+    }
+
+    /// A page of initial events was handed to the store; `after` follows.
+    pub(super) fn on_stream_page_taken<E, SE>(
+        &mut self,
+        requested: ResourceVersion,
+        items: InitialEvents<T>,
+        after: AfterPage<T>,
+        res: Result<(), SE>,
+        now: Instant,
+    ) -> Out<T, E, SE> {
+        match res {
+            Ok(()) => self.after_stream_page(requested, items, after),
+            Err(e) => self.fail_cycle(super::store_error(StoreOperation::Replace, e), now),
+        }
+    }
+
+    fn after_stream_page<E, SE>(
+        &mut self,
+        requested: ResourceVersion,
+        items: InitialEvents<T>,
+        after: AfterPage<T>,
+    ) -> Out<T, E, SE> {
+        match after {
+            AfterPage::Read => {
+                self.phase = Phase::Streaming { requested, items };
+                cmd(Command::ReadWatch { resync_at: None })
+            }
+            AfterPage::Delete(obj) => {
+                self.phase = Phase::StreamPaging {
+                    requested,
+                    items,
+                    after: AfterPage::Read,
+                };
+                cmd(Command::Store(StoreCall::ListDelete(obj)))
+            }
+            AfterPage::Finish(rv) => {
+                self.phase = Phase::Replacing {
+                    rv: rv.clone(),
+                    from_stream: true,
+                };
+                cmd(Command::Store(StoreCall::FinishList(rv)))
+            }
         }
     }
 }

@@ -702,6 +702,117 @@ fn watch_list_applies_modified_and_deleted_initial_events_to_the_temporary_store
 }
 
 #[test]
+fn a_key_repeated_by_the_initial_events_is_replaced_once_with_its_last_object() {
+    let mut h = H::new(Config {
+        streaming: true,
+        ..config()
+    });
+    h.step(Input::Start);
+    h.step(Input::WatchOpened(Ok(())));
+    for ev in [
+        WatchEvent::Added(obj("a", 3)),
+        WatchEvent::Added(obj("b", 4)),
+        WatchEvent::Added(obj("a", 5)),
+    ] {
+        assert!(is_read(&h.step(Input::Event(ev))));
+    }
+    let end = crate::Bookmark {
+        resource_version: "5".into(),
+        initial_events_end: true,
+    };
+    match h.step(Input::Event(WatchEvent::Bookmark(end))).command {
+        Command::Store(StoreCall::Replace(items, _)) => {
+            let got: Vec<(&str, &str)> = items
+                .iter()
+                .map(|o| (o.name.as_str(), o.rv.as_str()))
+                .collect();
+            assert_eq!(got, [("a", "5"), ("b", "4")]);
+        }
+        _ => panic!("expected the replace"),
+    }
+}
+
+/// What a paged store is asked for: `page <first> <names>`, `delete <name>`, `finish <rv>`.
+fn paged_call(out: &O) -> String {
+    match &out.command {
+        Command::Store(StoreCall::ListPage { items, first }) => {
+            let names: Vec<&str> = items.iter().map(|o| o.name.as_str()).collect();
+            format!("page {first} {}", names.len())
+        }
+        Command::Store(StoreCall::ListDelete(o)) => format!("delete {}", o.name),
+        Command::Store(StoreCall::FinishList(rv)) => format!("finish {rv}"),
+        Command::ReadWatch { .. } => "read".into(),
+        _ => "other".into(),
+    }
+}
+
+#[test]
+fn a_paged_store_gets_the_initial_events_in_pages_as_they_arrive_then_the_finish() {
+    let mut h = H::new(Config {
+        streaming: true,
+        paged: true,
+        ..config()
+    });
+    h.step(Input::Start);
+    h.step(Input::WatchOpened(Ok(())));
+    let page = crate::DEFAULT_PAGE_SIZE as usize;
+    let mut calls = Vec::new();
+    for i in 0..page + 2 {
+        let out = h.step(Input::Event(WatchEvent::Added(obj(&format!("o{i}"), 1))));
+        let call = paged_call(&out);
+        if call != "read" {
+            calls.push(call);
+            assert_eq!(paged_call(&h.step(Input::StoreDone(Ok(())))), "read");
+        }
+    }
+    assert_eq!(
+        calls,
+        [format!("page true {page}")],
+        "a full page goes at once"
+    );
+    // A delete goes after the page it follows, then the stream is read on.
+    let out = h.step(Input::Event(WatchEvent::Deleted(obj("o0", 2))));
+    assert_eq!(paged_call(&out), "page false 2");
+    assert_eq!(paged_call(&h.step(Input::StoreDone(Ok(())))), "delete o0");
+    assert_eq!(paged_call(&h.step(Input::StoreDone(Ok(())))), "read");
+    assert!(is_read(
+        &h.step(Input::Event(WatchEvent::Added(obj("o1", 3))))
+    ));
+    let end = crate::Bookmark {
+        resource_version: "9".into(),
+        initial_events_end: true,
+    };
+    let out = h.step(Input::Event(WatchEvent::Bookmark(end)));
+    assert_eq!(paged_call(&out), "page false 1");
+    assert_eq!(paged_call(&h.step(Input::StoreDone(Ok(())))), "finish 9");
+    assert_eq!(h.rv(), "", "recorded once the store finished the list");
+    assert!(is_read(&h.step(Input::StoreDone(Ok(())))));
+    assert_eq!(h.rv(), "9");
+}
+
+#[test]
+fn an_empty_paged_stream_still_starts_its_list_before_the_finish() {
+    let mut h = H::new(Config {
+        streaming: true,
+        paged: true,
+        ..config()
+    });
+    h.step(Input::Start);
+    h.step(Input::WatchOpened(Ok(())));
+    let end = crate::Bookmark {
+        resource_version: "4".into(),
+        initial_events_end: true,
+    };
+    let out = h.step(Input::Event(WatchEvent::Bookmark(end)));
+    assert_eq!(
+        paged_call(&out),
+        "page true 0",
+        "an earlier attempt's pages must not be finished by this one"
+    );
+    assert_eq!(paged_call(&h.step(Input::StoreDone(Ok(())))), "finish 4");
+}
+
+#[test]
 fn streaming_errors_retry_reset_or_fall_back_by_class() {
     let mut h = H::new(Config {
         streaming: true,
