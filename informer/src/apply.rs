@@ -174,7 +174,13 @@ impl<T: Send + Sync + 'static, M: Meta<T>> Shared<T, M> {
             self.indexer.insert_with_key_text(key, obj.clone())
         }));
         match written {
-            Ok(Ok(old)) => self.distribute_write(&mut dispatch, key.clone(), old, obj, false),
+            Ok(Ok(old)) => {
+                self.distribute_write(&mut dispatch, key.clone(), old, obj, false);
+                if self.batch_size == 1 {
+                    // Unbatched: each change reaches the buffers alone.
+                    dispatch.flush();
+                }
+            }
             Ok(Err(error)) => tracing::error!(
                 informer = %self.name,
                 %error,

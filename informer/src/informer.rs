@@ -109,6 +109,7 @@ where
             catch_up: Mutex::new(None),
             #[cfg(feature = "snapshot")]
             restore_outcome: Mutex::new(crate::restore::RestoreOutcome::NotAttempted),
+            batch_size: options.batch_size,
         };
         Self {
             shared: Arc::new(shared),

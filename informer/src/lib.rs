@@ -198,7 +198,7 @@ pub use informer::{SharedIndexInformer, WatchErrorHandler};
 pub use metrics::PrometheusInformerMetrics;
 pub use metrics::{GaugeMetric, HistogramMetric, InformerMetricsProvider};
 #[cfg(not(kcache_loom))]
-pub use options::InformerOptions;
+pub use options::{InformerOptions, DEFAULT_BATCH_SIZE};
 #[cfg(not(kcache_loom))]
 pub use reader::CacheReader;
 pub use registration::{wait_for_cache_sync, HandlerOptions, HandlerRegistration, HasSynced};

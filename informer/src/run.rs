@@ -282,9 +282,6 @@ type Claimed<T, L, M> = (
     StopOnExit<T, M>,
 );
 
-/// Entries the pop loop takes from the queue at once at most (client-go's batch size).
-const POP_BATCH: usize = 1000;
-
 /// Pops batches of entries and applies each batch under one dispatch lock until the queue
 /// closes.
 async fn pop_loop<T, M>(fifo: &RealFifo<T, M>, shared: &Shared<T, M>)
@@ -323,7 +320,7 @@ where
         }
     };
     loop {
-        let popped = fifo.pop_batch_async(POP_BATCH, &process);
+        let popped = fifo.pop_batch_async(shared.batch_size, &process);
         // Either a batch was popped, or the sink applied writes directly (the queue was caught
         // up). Dropping the pop future unfinished takes nothing from the queue.
         let result = match select(popped, pin!(shared.direct.raised())).await {

@@ -49,6 +49,9 @@ pub(crate) struct Shared<T, M> {
     /// How the restore from a snapshot went.
     #[cfg(all(feature = "snapshot", not(kcache_loom)))]
     pub(crate) restore_outcome: Mutex<crate::restore::RestoreOutcome>,
+    /// The most entries applied under one lock ([`InformerOptions::batch_size`](crate::InformerOptions::batch_size));
+    /// 1 also hands each direct write's notifications to the buffers at once.
+    pub(crate) batch_size: usize,
 }
 
 /// The sink's signal to the pop loop after a direct apply. Raising an already raised signal

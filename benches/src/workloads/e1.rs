@@ -10,6 +10,9 @@
 //!   `sync_ms`: from `run` to `has_synced`. Then, once both handlers counted the 100,000 initial
 //!   adds, the clock restarts, the watch is released, and stops when both handlers saw the last
 //!   update.
+//! - `kcache-unbatched`: the same informer with batching off (`InformerOptions::batch_size(1)`:
+//!   every change applied under its own lock and handed to the handlers' buffers alone), to
+//!   measure what batching gains.
 //! - `kube-runtime`: its bare store, `Writer::apply_watcher_event` over `Init`, 100,000
 //!   `InitApply`, `InitDone` (`sync_ms`), then 1,000,000 `Apply` on one thread, no fan-out: the
 //!   floor of a cache write.
@@ -46,14 +49,20 @@ pub(super) const HANDLERS: usize = 2;
 pub(super) const E1: Workload = Workload {
     name: "e1",
     headline: "events_per_s",
-    impls: &["kcache", "kube-runtime", "kube-runtime-shared"],
+    impls: &[
+        "kcache",
+        "kcache-unbatched",
+        "kube-runtime",
+        "kube-runtime-shared",
+    ],
     about: "informer ingest of prebuilt events: sync 100,000, 1,000,000 updates, 2 handlers",
     run: run_e1,
 };
 
 fn run_e1(_: &str, name: &str) -> Result<Metrics, String> {
     match name {
-        "kcache" => kcache(),
+        "kcache" => kcache(InformerOptions::new()),
+        "kcache-unbatched" => kcache(InformerOptions::new().batch_size(1)),
         "kube-runtime" => kube_bare(),
         "kube-runtime-shared" => kube_shared(),
         _ => Err(unknown_impl("e1", name)),
@@ -165,7 +174,7 @@ impl<L: ListWatcher<ConfigMap>> Running<L> {
     }
 }
 
-fn kcache() -> Result<Metrics, String> {
+fn kcache(options: InformerOptions<ConfigMap>) -> Result<Metrics, String> {
     let list: Vec<Arc<ConfigMap>> = (0..OBJECTS).map(|i| Arc::new(initial(i))).collect();
     let events: Vec<WatchEvent<ConfigMap>> = (0..UPDATES)
         .map(|i| WatchEvent::Modified(Arc::new(update(i))))
@@ -176,7 +185,7 @@ fn kcache() -> Result<Metrics, String> {
     );
     let informer = Arc::new(SharedIndexInformer::<_, _, ConfigMapMeta>::with_accessor(
         replay.clone(),
-        InformerOptions::new(),
+        options,
     ));
     let counters: Vec<Arc<Counter>> = (0..HANDLERS).map(|_| Arc::default()).collect();
     for c in &counters {
