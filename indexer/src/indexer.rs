@@ -204,6 +204,24 @@ impl<T, M: Meta<T>> Indexer<T, M> {
             .write_str(key.as_str(), obj, rv, Some(TypeId::of::<M>()))?)
     }
 
+    /// [`insert_with_key_text`](Self::insert_with_key_text) recording `rv` (if not empty) as
+    /// the version of the write, for a caller that already read it (the version of the event
+    /// that carried `obj`): the object's version is not read again.
+    ///
+    /// # Errors
+    /// As [`insert_with_key_text`](Self::insert_with_key_text).
+    pub fn insert_with_key_text_at(
+        &self,
+        key: &KeyText,
+        obj: Arc<T>,
+        rv: ResourceVersion,
+    ) -> Result<Option<Arc<T>>, StoreError> {
+        let rv = Some(rv).filter(|rv| !rv.is_empty());
+        Ok(self
+            .store
+            .write_str(key.as_str(), obj, rv, Some(TypeId::of::<M>()))?)
+    }
+
     /// Removes the object stored under `obj`'s key, with the index entries of the *stored*
     /// object, and records `obj`'s resource version (if it has one). Returns the removed object.
     ///

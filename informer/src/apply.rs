@@ -161,8 +161,14 @@ impl<T: Send + Sync + 'static, M: Meta<T>> Shared<T, M> {
     /// back, so the queue takes it) until the informer has marked itself synced, and once
     /// stopped.
     ///
-    /// A cache error is logged and the object dropped, as the pop loop does.
-    pub(crate) fn apply_direct(&self, key: &KeyText, obj: Arc<T>) -> Result<(), Arc<T>> {
+    /// A cache error is logged and the object dropped, as the pop loop does. `rv` is the
+    /// version of the event (the cache records it as the version of the write).
+    pub(crate) fn apply_direct(
+        &self,
+        key: &KeyText,
+        obj: Arc<T>,
+        rv: &ResourceVersion,
+    ) -> Result<(), Arc<T>> {
         let mut dispatch = self.processor.lock();
         if !dispatch.synced || dispatch.stopped {
             return Err(obj);
@@ -171,7 +177,8 @@ impl<T: Send + Sync + 'static, M: Meta<T>> Shared<T, M> {
         // An index function that panics refuses the change, as in the pop loop: indexes run
         // before any write, so the cache is left as it was.
         let written = catch_unwind(AssertUnwindSafe(|| {
-            self.indexer.insert_with_key_text(key, obj.clone())
+            self.indexer
+                .insert_with_key_text_at(key, obj.clone(), rv.clone())
         }));
         match written {
             Ok(Ok(old)) => {

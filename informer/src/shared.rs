@@ -133,6 +133,14 @@ impl<T, M> Shared<T, M> {
         r.clone()
     }
 
+    /// [`received`](Self::received) without the answer (no copy of the version).
+    pub(crate) fn note_received(&self, rv: ResourceVersion) {
+        if !rv.is_empty() {
+            let mut r = self.received_rv.lock();
+            *r = (r.0 + 1, rv);
+        }
+    }
+
     /// The newest received version, with its arrival number.
     pub(crate) fn last_received(&self) -> (u64, ResourceVersion) {
         self.received_rv.lock().clone()

@@ -18,7 +18,7 @@ impl<T, M: Meta<T>> Sink<T, M> {
     /// task (`run` selects over both): it cannot take the entry between the write and this
     /// record, so when it next finds the queue idle it publishes this version.
     fn queued(&self, rv: ResourceVersion) {
-        self.shared.received(rv);
+        self.shared.note_received(rv);
     }
 
     /// After a write that queued nothing (a bookmark): record the version, and publish it if
@@ -40,16 +40,16 @@ impl<T: Send + Sync + 'static, M: Meta<T>> Sink<T, M> {
     /// being processed, see `RealFifo::write_or_apply`), else queued for the pop loop.
     fn write(&self, obj: Arc<T>, added: bool) -> Result<(), DeltaFifoError> {
         let rv = M::resource_version(&obj);
-        let written = self
-            .fifo
-            .write_or_apply(obj, added, |key, obj| self.shared.apply_direct(key, obj))?;
+        let written = self.fifo.write_or_apply(obj, added, |key, obj| {
+            self.shared.apply_direct(key, obj, &rv)
+        })?;
         match written {
             Written::Queued => self.queued(rv),
             Written::Applied => {
                 // The cache has it and the handlers' notifications are staged: the pop loop
                 // flushes them and publishes the version (it runs as soon as the reflector
                 // yields, at the latest after a streak of events).
-                self.shared.received(rv);
+                self.shared.note_received(rv);
                 self.shared.direct.signal();
             }
         }

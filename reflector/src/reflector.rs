@@ -115,6 +115,10 @@ where
         let mut published = ResourceVersion::default();
         // The end of the watch (an error or a close), held back while a due resync runs first.
         let mut held: Option<Input<T, L::Error, S::Error>> = None;
+        // The input is a watch event taken without waiting (see `ReadWatch`): it is stepped at
+        // the time last read, at most one streak of events old, instead of reading the clock
+        // once more per event.
+        let mut taken_at_once = false;
         // Publishes the machine's version to the handle if it changed (the handle's lock). Under
         // a stream of ready events this happens once per streak, before the reflector waits or
         // yields, not once per event.
@@ -248,6 +252,7 @@ where
                     } else {
                         fast_streak = 0;
                     }
+                    taken_at_once = matches!(ready, Some(Some(Ok(_))));
                     let input = match (ready, stream.as_mut()) {
                         (Some(Some(Ok(ev))), _) => Input::Event(ev),
                         (Some(Some(Err(e))), _) => Input::WatchFailed(e),
@@ -293,7 +298,9 @@ where
                     }
                 }
             };
-            now = self.clock.now();
+            if !std::mem::take(&mut taken_at_once) {
+                now = self.clock.now();
+            }
             out = machine.step(input, now);
         }
     }
