@@ -97,9 +97,12 @@ async fn readyz_waits_for_the_caches_and_healthz_fails_for_a_leader_that_stopped
         .informer_for("memory/pods", || {
             SharedIndexInformer::with_options(
                 lw,
+                // Lists, not streams (the memory source's default), so the failing lists
+                // keep it unsynced.
                 InformerOptions::new()
                     .name("pods")
-                    .clock(Arc::new(clock.clone())),
+                    .clock(Arc::new(clock.clone()))
+                    .streaming_initial_list(false),
             )
         })
         .unwrap();

@@ -145,9 +145,12 @@ async fn an_informer_that_stopped_before_syncing_is_named_in_the_error() {
     let factory = InformerFactory::new();
     let used = factory
         .informer_for("used-elsewhere", || {
+            // Lists, not streams (the memory source's default), so every attempt fails.
             SharedIndexInformer::with_options(
                 failing,
-                InformerOptions::new().clock(Arc::new(clock.clone())),
+                InformerOptions::new()
+                    .clock(Arc::new(clock.clone()))
+                    .streaming_initial_list(false),
             )
         })
         .unwrap();
@@ -258,9 +261,12 @@ async fn the_sync_check_names_the_informers_not_synced_until_all_are() {
         .informer_for("flaky-pods", || {
             SharedIndexInformer::with_options(
                 failing,
+                // Lists, not streams (the memory source's default), so the failing lists
+                // keep it unsynced.
                 InformerOptions::new()
                     .name("flaky")
-                    .clock(Arc::new(clock.clone())),
+                    .clock(Arc::new(clock.clone()))
+                    .streaming_initial_list(false),
             )
         })
         .unwrap();

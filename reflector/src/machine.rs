@@ -543,9 +543,19 @@ impl<T, M: Meta<T>> Machine<T, M> {
                     .map_or(BadInput::EventWithoutResourceVersion, BadInput::ObjectKey);
                 return self.read_watch(Some(ReflectorError::BadInput(err)));
             }
-            WatchEvent::Added(o) => (StoreCall::Add(o.clone()), M::resource_version(&o)),
-            WatchEvent::Modified(o) => (StoreCall::Update(o.clone()), M::resource_version(&o)),
-            WatchEvent::Deleted(o) => (StoreCall::Delete(o.clone()), M::resource_version(&o)),
+            // The version is read first, so the object moves on without a reference count.
+            WatchEvent::Added(o) => {
+                let rv = M::resource_version(&o);
+                (StoreCall::Add(o), rv)
+            }
+            WatchEvent::Modified(o) => {
+                let rv = M::resource_version(&o);
+                (StoreCall::Update(o), rv)
+            }
+            WatchEvent::Deleted(o) => {
+                let rv = M::resource_version(&o);
+                (StoreCall::Delete(o), rv)
+            }
         };
         if !matches!(call, StoreCall::Add(_)) {
             self.synthetic_adds = false;
