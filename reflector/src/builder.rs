@@ -232,9 +232,9 @@ where
     /// A streamed list is applied as a list is: in one
     /// [`replace`](kcache_core::ReflectorStore::replace) at the end bookmark, or, for a store
     /// that takes lists [page by page](kcache_core::PagedReplace), in pages of
-    /// [`DEFAULT_PAGE_SIZE`] objects as they arrive, then `finish_list`. An initial event for a
-    /// key already streamed replaces the earlier object (the last one wins); a `Deleted` one
-    /// removes it.
+    /// [`DEFAULT_PAGE_SIZE`](crate::DEFAULT_PAGE_SIZE) objects as they arrive, then
+    /// `finish_list`. An initial event for a key already streamed replaces the earlier object
+    /// (the last one wins); a `Deleted` one removes it.
     pub fn streaming_initial_list(mut self, on: bool) -> Self {
         self.streaming = Some(on);
         self
