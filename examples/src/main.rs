@@ -15,6 +15,7 @@ mod election;
 #[cfg(feature = "etcd")]
 mod etcd;
 mod metrics;
+mod phases;
 mod prom;
 mod reconcile_log;
 mod report;
@@ -26,14 +27,14 @@ mod world;
 use crate::args::{Args, Backend};
 use crate::election::Election;
 use crate::metrics::DemoMetricsProvider;
+use crate::phases::{continue_world, progress_bar, read_world, seed, Stops, View, SETTLE_LIMIT};
 use crate::prom::{Prometheus, Tee};
 use crate::reconcile_log::{ReconcileLog, Wrap};
 use crate::report::{Report, ReportOrFailure};
 use crate::restart::CountingLists;
 use crate::sharded::Sharded;
 use crate::source::Source;
-use crate::world::{check, same_objects, Ctx, Pod, ReplicaSet, Rng, User, UserStats, OWNER_INDEX};
-use indicatif::{ProgressBar, ProgressStyle};
+use crate::world::{check, Ctx, Pod, ReplicaSet, Rng, User, UserStats, OWNER_INDEX};
 use kcache_controller::{ConsistencyStore, Controller};
 use kcache_core::{Clock, ObjectKey, SystemClock};
 use kcache_indexer::Indexers;
@@ -45,17 +46,6 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// Pause between two user actions.
-const USER_TICK: Duration = Duration::from_millis(4);
-/// How long the user's actions may keep failing (a source that is down: etcd restarting) before
-/// the run is given up; a failed action is counted and the next one tried.
-const USER_OUTAGE_LIMIT: Duration = Duration::from_secs(30);
-/// How long the world may take to converge once the user stops (chaos included: a reflector
-/// backing off after injected errors may sleep up to a minute).
-const SETTLE_LIMIT: Duration = Duration::from_secs(120);
-/// How often the progress display and the convergence check look.
-const LOOK_EVERY: Duration = Duration::from_millis(100);
 
 fn main() -> ExitCode {
     let args = match args::parse(std::env::args_os()) {
@@ -232,36 +222,8 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
 
     // Counts every notification the informers deliver (for events/s).
     let events = Arc::new(AtomicU64::new(0));
-    let counter = |events: &Arc<AtomicU64>| {
-        let (a, u, d) = (events.clone(), events.clone(), events.clone());
-        (a, u, d)
-    };
-    let (a, u, d) = counter(&events);
-    let sets_counter = sets.add_event_handler(
-        HandlerFuncs::new()
-            .add_func(move |_, _| {
-                a.fetch_add(1, Relaxed);
-            })
-            .update_func(move |_, _| {
-                u.fetch_add(1, Relaxed);
-            })
-            .delete_func(move |_| {
-                d.fetch_add(1, Relaxed);
-            }),
-    );
-    let (a, u, d) = counter(&events);
-    let pods_counter = pods.add_event_handler(
-        HandlerFuncs::new()
-            .add_func(move |_, _| {
-                a.fetch_add(1, Relaxed);
-            })
-            .update_func(move |_, _| {
-                u.fetch_add(1, Relaxed);
-            })
-            .delete_func(move |_| {
-                d.fetch_add(1, Relaxed);
-            }),
-    );
+    let sets_counter = sets.add_event_handler(event_counter(&events));
+    let pods_counter = pods.add_event_handler(event_counter(&events));
     if let Err(e) = sets_counter.and(pods_counter) {
         return Report::failed(vec![format!("event counter: {e}")]);
     }
@@ -413,42 +375,33 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
     }
 
     // The user phase.
+    let view = View {
+        clock: clock.as_ref(),
+        bar: &bar,
+        sets: sets.indexer(),
+        pods: pods.indexer(),
+        handle: &handle,
+        start,
+    };
+    let stops = Stops {
+        leading: &leading,
+        terminated: &terminated,
+    };
     let user_phase = Duration::from_secs(args.duration_secs);
-    let deadline = clock.now() + user_phase;
-    let mut last_look = clock.now();
-    let mut user_ops = 0u64;
-    let mut last_user_ok = clock.now();
-    while runs_user && problems.is_empty() && clock.now() < deadline && !terminated() {
-        if !leading() {
-            problems.push("lost the lease during the user phase".into());
-            break;
-        }
-        match user.step().await {
-            Ok(()) => last_user_ok = clock.now(),
-            Err(e) => {
-                user_stats.failed.fetch_add(1, Relaxed);
-                if clock.now().saturating_duration_since(last_user_ok) > USER_OUTAGE_LIMIT {
-                    problems.push(format!(
-                        "the user's actions kept failing for {USER_OUTAGE_LIMIT:?}: {e}"
-                    ));
-                }
-            }
-        }
-        user_ops += 1;
-        clock.sleep_async(USER_TICK).await;
-        if clock.now().saturating_duration_since(last_look) >= LOOK_EVERY {
-            last_look = clock.now();
-            let elapsed = clock.now().saturating_duration_since(start);
-            bar.set_position(elapsed.as_millis() as u64);
-            bar.set_message(format!(
-                "user: {} sets, {} pods cached | reconciles {} | queue {}",
-                sets.indexer().len(),
-                pods.indexer().len(),
-                handle.stats().reconciles,
-                handle.queue().len()
-            ));
-        }
-    }
+    let user_ops = if runs_user {
+        let deadline = clock.now() + user_phase;
+        phases::user_phase(
+            &view,
+            &stops,
+            &mut user,
+            &user_stats,
+            deadline,
+            &mut problems,
+        )
+        .await
+    } else {
+        0
+    };
     let mut user_ended = clock.now();
     for f in &faults {
         f.heal();
@@ -472,49 +425,14 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
 
     // Settle: wait until the queue is idle, the caches hold exactly what a read of the sources
     // returns, and that read checks out.
-    let mut converged = false;
-    let mut last_problems = Vec::new();
-    while problems.is_empty() && !terminated() {
-        let idle = handle.queue().is_empty()
-            && handle.queue().in_flight() == 0
-            && handle.queue().waiting_len() == 0;
-        if idle {
-            match read_world(&sets_src, &pods_src).await {
-                Ok((all_sets, all_pods)) => {
-                    let caught_up = same_objects(&sets.indexer().list(), &all_sets)
-                        && same_objects(&pods.indexer().list(), &all_pods);
-                    if caught_up {
-                        last_problems = check(&all_sets, &all_pods);
-                        if last_problems.is_empty() {
-                            converged = true;
-                            break;
-                        }
-                    }
-                }
-                // A failed read is retried until the settle limit; it is reported if it lasts.
-                Err(e) => last_problems = vec![e],
-            }
-        }
-        let settling = clock.now().saturating_duration_since(user_ended);
-        if settling > SETTLE_LIMIT {
-            break;
-        }
-        if !leading() {
-            problems.push("lost the lease while the world settled".into());
-            break;
-        }
-        bar.set_message(format!(
-            "settling {:.1}s: {} sets, {} pods cached | reconciles {} | queue {} (+{} delayed)",
-            settling.as_secs_f64(),
-            sets.indexer().len(),
-            pods.indexer().len(),
-            handle.stats().reconciles,
-            handle.queue().len(),
-            handle.queue().waiting_len()
-        ));
-        bar.tick();
-        clock.sleep_async(LOOK_EVERY).await;
-    }
+    let settled = phases::settle(
+        &view,
+        &stops,
+        (&sets_src, &pods_src),
+        user_ended,
+        &mut problems,
+    )
+    .await;
     let converged_at = clock.now();
     let stopped = terminated();
     bar.finish_and_clear();
@@ -567,11 +485,11 @@ async fn run<S: Source<ReplicaSet>, P: Source<Pod>>(
         Err(e) => (0, 0, vec![format!("final read of the sources: {e}")]),
     };
     // An earlier problem (the run never settled) is the reason already.
-    if !converged && !stopped && problems.is_empty() {
+    if !settled.converged && !stopped && problems.is_empty() {
         problems.push(format!(
             "the world did not converge within {SETTLE_LIMIT:?} after the user stopped"
         ));
-        problems.extend(last_problems.into_iter().take(10));
+        problems.extend(settled.last_problems.into_iter().take(10));
     }
     problems.extend(final_problems.into_iter().take(10));
     if let Some(p) = reconcile_log.as_ref().and_then(|l| l.problem()) {
@@ -610,59 +528,17 @@ fn informer_options<T>(name: &str, prometheus: Option<&Prometheus>) -> InformerO
     }
 }
 
-/// Creates the initial sets.
-async fn seed<S: Source<ReplicaSet>, P: Source<Pod>>(
-    user: &mut User<S, P>,
-    sets: usize,
-) -> Result<(), String> {
-    for _ in 0..sets {
-        user.create_set()
-            .await
-            .map_err(|e| format!("cannot create the initial sets: {e}"))?;
-    }
-    Ok(())
-}
-
-/// A replica that starts leading: seeds an empty world, or continues the one an earlier leader
-/// left (the user adopts its sets and names new ones after them).
-async fn continue_world<S: Source<ReplicaSet>, P: Source<Pod>>(
-    user: &mut User<S, P>,
-    sets_src: &S,
-    sets: usize,
-) -> Result<(), String> {
-    let existing = sets_src.list().await?;
-    if existing.is_empty() {
-        return seed(user, sets).await;
-    }
-    for set in &existing {
-        if let Some(n) = set
-            .name
-            .strip_prefix("rs-")
-            .and_then(|n| n.parse::<u64>().ok())
-        {
-            user.next_set = user.next_set.max(n + 1);
-        }
-        user.live.push(set.name.clone());
-    }
-    Ok(())
-}
-
-/// Every set and every pod in the sources now.
-async fn read_world<S: Source<ReplicaSet>, P: Source<Pod>>(
-    sets: &S,
-    pods: &P,
-) -> Result<(Vec<Arc<ReplicaSet>>, Vec<Arc<Pod>>), String> {
-    Ok((sets.list().await?, pods.list().await?))
-}
-
-fn progress_bar(args: &Args) -> ProgressBar {
-    if args.quiet {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::new(args.duration_secs.saturating_mul(1000).max(1));
-    let style = ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {msg}");
-    if let Ok(style) = style {
-        bar.set_style(style);
-    }
-    bar
+/// A handler that counts every notification into `events`.
+fn event_counter<T: Send + Sync + 'static>(events: &Arc<AtomicU64>) -> HandlerFuncs<T> {
+    let (a, u, d) = (events.clone(), events.clone(), events.clone());
+    HandlerFuncs::new()
+        .add_func(move |_, _| {
+            a.fetch_add(1, Relaxed);
+        })
+        .update_func(move |_, _| {
+            u.fetch_add(1, Relaxed);
+        })
+        .delete_func(move |_| {
+            d.fetch_add(1, Relaxed);
+        })
 }
