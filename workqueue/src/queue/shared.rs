@@ -459,6 +459,11 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
                 m.depth.inc();
                 m.adds.inc();
             }
+            // Whoever fired (the timer, or a worker that found nothing ready) updates the gauge:
+            // a worker's firing is not followed by the timer's refresh.
+            if fired > 0 {
+                m.delayed_depth.set(self.waiting() as f64);
+            }
         }
         for _ in 0..wake {
             self.ready.wake_one();

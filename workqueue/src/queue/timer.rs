@@ -231,6 +231,95 @@ mod tests {
         }
     }
 
+    /// A metrics provider that keeps only the `workqueue_delayed_depth` gauge's last value.
+    #[derive(Default)]
+    struct DelayedDepth(std::sync::Mutex<f64>);
+
+    impl crate::metrics::SettableGaugeMetric for DelayedDepth {
+        fn set(&self, value: f64) {
+            *self.0.lock().unwrap_or_else(|e| e.into_inner()) = value;
+        }
+    }
+
+    struct Ignore;
+
+    impl crate::metrics::GaugeMetric for Ignore {
+        fn inc(&self) {}
+        fn dec(&self) {}
+    }
+    impl crate::metrics::CounterMetric for Ignore {
+        fn inc(&self) {}
+    }
+    impl crate::metrics::HistogramMetric for Ignore {
+        fn observe(&self, _: f64) {}
+    }
+    impl crate::metrics::SettableGaugeMetric for Ignore {
+        fn set(&self, _: f64) {}
+    }
+
+    struct Provider(Arc<DelayedDepth>);
+
+    impl crate::metrics::MetricsProvider for Provider {
+        fn new_depth_metric(&self, _: &str) -> Arc<dyn crate::metrics::GaugeMetric> {
+            Arc::new(Ignore)
+        }
+        fn new_adds_metric(&self, _: &str) -> Arc<dyn crate::metrics::CounterMetric> {
+            Arc::new(Ignore)
+        }
+        fn new_latency_metric(&self, _: &str) -> Arc<dyn crate::metrics::HistogramMetric> {
+            Arc::new(Ignore)
+        }
+        fn new_work_duration_metric(&self, _: &str) -> Arc<dyn crate::metrics::HistogramMetric> {
+            Arc::new(Ignore)
+        }
+        fn new_unfinished_work_seconds_metric(
+            &self,
+            _: &str,
+        ) -> Arc<dyn crate::metrics::SettableGaugeMetric> {
+            Arc::new(Ignore)
+        }
+        fn new_longest_running_processor_seconds_metric(
+            &self,
+            _: &str,
+        ) -> Arc<dyn crate::metrics::SettableGaugeMetric> {
+            Arc::new(Ignore)
+        }
+        fn new_retries_metric(&self, _: &str) -> Arc<dyn crate::metrics::CounterMetric> {
+            Arc::new(Ignore)
+        }
+        fn new_delayed_depth_metric(
+            &self,
+            _: &str,
+        ) -> Arc<dyn crate::metrics::SettableGaugeMetric> {
+            self.0.clone()
+        }
+    }
+
+    #[test]
+    fn a_worker_that_fires_updates_the_delayed_depth_gauge() {
+        let clock = FakeClock::new();
+        let gauge = Arc::new(DelayedDepth::default());
+        let q: Queue<u32> = Queue::build(
+            QueueConfig::new()
+                .name("q")
+                .clock(Arc::new(clock.clone()))
+                .metrics_provider(Arc::new(Provider(gauge.clone()))),
+        );
+        let now = clock.now();
+        for (item, ms) in [(1, 10), (2, 20)] {
+            crate::delaying::add_at_from(&q.shared, item, now + Duration::from_millis(ms), now, 0);
+            q.shared.after_schedule(now + Duration::from_millis(ms));
+        }
+        timer_round(&q);
+        let depth = || *gauge.0.lock().unwrap_or_else(|e| e.into_inner());
+        assert_eq!(depth(), 2.0);
+        // The timer does not run again: the worker fires the first item, and the gauge follows.
+        clock.advance(Duration::from_millis(10));
+        assert_eq!(q.try_get(), Some(1));
+        assert_eq!(depth(), 1.0);
+        q.done(&1).unwrap();
+    }
+
     #[test]
     fn a_worker_fires_nothing_before_the_plan_or_from_the_inbox() {
         let clock = FakeClock::new();
