@@ -116,6 +116,9 @@ impl<T> Slot<T> {
     }
 }
 
+/// Room for events a watch keeps after handing out what it opened with (see `Watch::opening`).
+const OPENING_KEEP: usize = 1024;
+
 /// The stream behind a [`WatchStream`](kcache_reflector::WatchStream) of the memory source.
 pub(crate) struct Watch<T> {
     shared: Arc<Shared<T>>,
@@ -126,6 +129,9 @@ pub(crate) struct Watch<T> {
     /// of live events taken from the slot. An evicted watcher still hands out the batch it
     /// took, then reports the eviction.
     queue: VecDeque<WatchEvent<T>>,
+    /// `queue` still holds what the watch opened with (a streaming list's initial events: a
+    /// whole snapshot): once handed out, its room is released rather than kept for the batches.
+    opening: bool,
     timeout: Option<Sleep>,
     bookmarks: Option<(Sleep, Duration)>,
     clock: Arc<dyn Clock>,
@@ -150,6 +156,7 @@ impl<T> Watch<T> {
             shared,
             id,
             slot,
+            opening: true,
             queue: replay,
             timeout,
             bookmarks,
@@ -175,6 +182,11 @@ impl<T> Stream for Watch<T> {
         }
         if let Some(event) = this.queue.pop_front() {
             return Poll::Ready(Some(Ok(event)));
+        }
+        if std::mem::take(&mut this.opening) && this.queue.capacity() > OPENING_KEEP {
+            // The queue trades places with the slot's buffer from here on: a snapshot's room
+            // would stay allocated for as long as the watch lives.
+            this.queue = VecDeque::new();
         }
         let seen_rv = match this.slot.take(cx.waker(), &mut this.queue) {
             Taken::Events => {
