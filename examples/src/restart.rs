@@ -1,14 +1,16 @@
 //! Warm restarts of the demo's informers (`--snapshot-dir DIR`, with the `etcd` feature): each
 //! informer starts from the snapshot `DIR/<informer>.snap` its last run left and watches from
 //! its version, writes a snapshot every [`SNAPSHOT_PERIOD`] and once more when it stops. The
-//! list calls of every informer are counted, so the report shows whether a restart relisted.
+//! list calls of every informer are counted (streaming lists too), so the report shows whether a
+//! restart relisted.
 
 use kcache_core::ResourceVersion;
 use kcache_reflector::{ListOptions, ListPage, ListWatcher, WatchOptions, WatchStream};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
-/// A list-watcher that counts its complete lists (last pages served).
+/// A list-watcher that counts its lists: complete lists (last pages served) and streaming lists
+/// (watches opened with `send_initial_events`). It streams when the wrapped source can.
 pub(crate) struct CountingLists<L> {
     inner: L,
     lists: Arc<AtomicU64>,
@@ -40,11 +42,58 @@ impl<T, L: ListWatcher<T>> ListWatcher<T> for CountingLists<L> {
     }
 
     async fn watch(&self, opts: &WatchOptions) -> Result<WatchStream<T, L::Error>, L::Error> {
-        self.inner.watch(opts).await
+        let stream = self.inner.watch(opts).await?;
+        if opts.send_initial_events {
+            self.lists.fetch_add(1, Relaxed);
+        }
+        Ok(stream)
     }
 
     async fn current_resource_version(&self) -> Result<Option<ResourceVersion>, L::Error> {
         self.inner.current_resource_version().await
+    }
+
+    fn supports_watch_list(&self) -> bool {
+        self.inner.supports_watch_list()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CountingLists;
+    use crate::world::Pod;
+    use futures::StreamExt;
+    use kcache_memory::MemorySource;
+    use kcache_reflector::{ListOptions, ListWatcher, WatchOptions};
+    use std::sync::atomic::Ordering::Relaxed;
+
+    #[tokio::test]
+    async fn a_streaming_list_counts_as_a_list_and_the_memory_source_still_streams() {
+        let source: MemorySource<Pod> = MemorySource::new();
+        source
+            .create(Pod {
+                name: "p".into(),
+                owner: "s".into(),
+                rv: Default::default(),
+            })
+            .unwrap();
+        let (counting, lists) = CountingLists::new(source);
+        assert!(
+            counting.supports_watch_list(),
+            "the wrapper hides no capability"
+        );
+        let opts = WatchOptions {
+            send_initial_events: true,
+            allow_bookmarks: true,
+            ..WatchOptions::default()
+        };
+        let mut stream = counting.watch(&opts).await.unwrap();
+        assert!(stream.next().await.is_some());
+        assert_eq!(lists.load(Relaxed), 1);
+        counting.list(&ListOptions::default()).await.unwrap();
+        assert_eq!(lists.load(Relaxed), 2);
+        let _plain = counting.watch(&WatchOptions::default()).await.unwrap();
+        assert_eq!(lists.load(Relaxed), 2, "a plain watch is no list");
     }
 }
 
