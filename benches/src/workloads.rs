@@ -140,7 +140,13 @@ mod tests {
         for w in registry() {
             let text = section(w.name)
                 .unwrap_or_else(|| panic!("WORKLOADS.md has no section for {}", w.name));
-            let summary = text.lines().nth(1).unwrap_or_default();
+            // The summary is the paragraph under the heading (it may wrap).
+            let summary = text
+                .lines()
+                .skip(1)
+                .take_while(|l| !l.trim().is_empty())
+                .collect::<Vec<_>>()
+                .join(" ");
             assert!(
                 summary.starts_with(&format!("Headline `{}` ·", w.headline)),
                 "{}: {summary}",

@@ -46,8 +46,8 @@ Implementations: kcache; naive (client-go's design ported as it is); floor (the 
 a crossbeam channel, no dedup); plain (q5: kcache's plain queue, one priority); rwlock-hashmap
 (client-go's thread-safe store as it is); kube-runtime (its reflector store, for the operations it
 has); kube-runtime-shared (e1: its shared store with 2 subscribers); kcache-unbatched (e1:
-the kcache informer with batch_size(1), every change applied and handed to the handlers alone); memory-source (e1-memory: the
-source's writes alone).
+the kcache informer with batch_size(1), every change applied and handed to the handlers
+alone); memory-source (e1-memory: the source's writes alone).
 
 Workloads (name, what it does, headline metric, implementations):";
 
