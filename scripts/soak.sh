@@ -57,15 +57,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() {
-    local port tries=200
-    while [ "$tries" -gt 0 ]; do
-        port=$((20000 + RANDOM % 40000))
-        if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then echo "$port"; return 0; fi
-        tries=$((tries - 1))
-    done
-    return 1
-}
+# free_port
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 start_etcd() {
     "${etcd_args[@]}" >"$out/etcd.log" 2>&1 </dev/null &
