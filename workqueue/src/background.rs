@@ -67,15 +67,16 @@ pub(crate) fn tick<T: Clone + Eq + Hash + Send + 'static>(
         // An entry that arrived since the drain and is due before the plan: go round again
         // (see `queue::timer` for why nothing is missed).
         if !shared.timer.has_entry_before(next) {
-            break (now, next);
+            break (now, next.map(|t| shared.epoch.instant(t)));
         }
     };
     if let Some(m) = &shared.metrics {
         m.delayed_depth.set(shared.waiting() as f64);
         if next_metrics.is_none_or(|t| t <= now) {
             let (mut sum, mut longest) = (0.0, 0.0f64);
+            let now_tick = shared.epoch.tick(now);
             for started in shared.processing_starts() {
-                let age = now.saturating_duration_since(started).as_secs_f64();
+                let age = now_tick.since(started).as_secs_f64();
                 sum += age;
                 longest = longest.max(age);
             }

@@ -460,7 +460,8 @@ impl Runner {
                 }
             }
             Op::PeekDeadline => {
-                let earliest = model.waiting.values().map(|w| w.0).min();
+                let epoch = queue.shared.epoch;
+                let earliest = model.waiting.values().map(|w| epoch.tick(w.0)).min();
                 assert_eq!(
                     queue.shared.next_deadline(),
                     earliest,
@@ -532,7 +533,9 @@ impl Runner {
                     let got = match then {
                         Then::Nothing => ThenModel::Nothing,
                         Then::Requeue { priority, .. } => ThenModel::Requeue(priority),
-                        Then::Wait { at, priority } => ThenModel::Wait(at, priority),
+                        Then::Wait { at, priority } => {
+                            ThenModel::Wait(shared.epoch.instant(at), priority)
+                        }
                     };
                     assert_eq!(got, want, "slot of {k} {ctx}");
                 }
@@ -545,7 +548,7 @@ impl Runner {
                 }
                 (Some(Slot::Waiting { at, priority, .. }), None) => {
                     assert_eq!(
-                        model.waiting.get(&k).map(|w| (w.0, w.2)),
+                        model.waiting.get(&k).map(|w| (shared.epoch.tick(w.0), w.2)),
                         Some((at, priority)),
                         "{k} waiting {ctx}"
                     )

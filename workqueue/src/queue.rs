@@ -24,6 +24,7 @@ pub(crate) mod ranked;
 mod ready;
 pub(crate) mod shared;
 pub(crate) mod slots;
+pub(crate) mod tick;
 mod timer;
 mod waiters;
 

@@ -10,22 +10,26 @@
 //! 100,000 random deadlines within 50 ms, about 600 ns per pop on this machine, slower than the
 //! deadlines came due).
 
+use super::tick::Tick;
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
-use std::time::Instant;
 
 /// One scheduled item. Entries may be stale; the state machine checks them against the item's slot.
 #[derive(Debug)]
 pub(crate) struct Entry<T> {
-    pub(crate) at: Instant,
-    /// Entry number, given when the entry is scheduled: unique per entry, so it also tells one
-    /// entry of an item from another with the same deadline, and orders equal deadlines.
-    pub(crate) seq: u64,
+    pub(crate) at: Tick,
+    /// Entry number, given when the entry is scheduled: it tells one entry of an item from
+    /// another with the same deadline, and orders equal deadlines. A `u32` (the slot stays 24
+    /// bytes): numbers repeat after 2^32 entries, so two entries could only be confused if one
+    /// item had two with the very same nanosecond deadline 4 billion entries apart, the older
+    /// still held (stale entries are compacted away long before, see `compact.rs`); equal
+    /// deadlines 4 billion entries apart may come out in either order.
+    pub(crate) seq: u32,
     pub(crate) item: T,
 }
 
 impl<T> Entry<T> {
-    fn key(&self) -> (Instant, u64) {
+    fn key(&self) -> (Tick, u32) {
         (self.at, self.seq)
     }
 }
@@ -61,29 +65,24 @@ struct Bucket<T> {
 #[derive(Debug)]
 pub(crate) struct Delays<T> {
     buckets: BTreeMap<u64, Bucket<T>>,
-    /// Deadlines are bucketed by their distance from here (earlier ones share bucket 0, whose
-    /// entries are still sorted among themselves).
-    base: Instant,
 }
 
 impl<T> Delays<T> {
-    pub(crate) fn new(base: Instant) -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             buckets: BTreeMap::new(),
-            base,
         }
     }
 
-    fn bucket_of(&self, at: Instant) -> u64 {
-        let nanos = at.saturating_duration_since(self.base).as_nanos() >> BUCKET_SHIFT;
-        u64::try_from(nanos).unwrap_or(u64::MAX)
+    fn bucket_of(at: Tick) -> u64 {
+        at.0 >> BUCKET_SHIFT
     }
 
     /// Adds `entry`.
     pub(crate) fn push(&mut self, entry: Entry<T>) {
         let b = self
             .buckets
-            .entry(self.bucket_of(entry.at))
+            .entry(Self::bucket_of(entry.at))
             .or_insert(Bucket {
                 entries: Vec::new(),
                 sorted: true,
@@ -157,16 +156,13 @@ impl<T> Delays<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     #[test]
     fn entries_come_out_earliest_first_whatever_lane_they_took() {
-        let t0 = kcache_core::FakeClock::new();
-        let base = kcache_core::Clock::now(&t0);
-        let ms = |n: u64| base + Duration::from_millis(n);
-        let mut d = Delays::new(base);
+        let ms = |n: u64| Tick(n * 1_000_000);
+        let mut d = Delays::new();
         for (i, at) in [5, 7, 7, 3, 9, 1, 8, 8, 2].into_iter().enumerate() {
-            d.push(entry(i, ms(at), i as u64));
+            d.push(entry(i, ms(at), i as u32));
         }
         let mut out = Vec::new();
         while let Some(e) = d.pop() {
@@ -189,15 +185,14 @@ mod tests {
         assert_eq!(out, expected);
     }
 
-    fn entry<T>(item: T, at: Instant, seq: u64) -> Entry<T> {
+    fn entry<T>(item: T, at: Tick, seq: u32) -> Entry<T> {
         Entry { at, seq, item }
     }
 
     #[test]
     fn an_earlier_entry_pushed_into_a_sorted_bucket_comes_out_first() {
-        let base = kcache_core::Clock::now(&kcache_core::FakeClock::new());
-        let ns = |n: u64| base + Duration::from_nanos(n);
-        let mut d = Delays::new(base);
+        let ns = Tick;
+        let mut d = Delays::new();
         d.push(entry('a', ns(10), 1));
         d.push(entry('b', ns(20), 2));
         assert_eq!(d.peek().map(|e| e.item), Some('a'));
@@ -213,9 +208,8 @@ mod tests {
 
     #[test]
     fn equal_deadlines_come_out_by_entry_number_whatever_order_they_arrive_in() {
-        let base = kcache_core::Clock::now(&kcache_core::FakeClock::new());
-        let at = base + Duration::from_millis(1);
-        let mut d = Delays::new(base);
+        let at = Tick(1_000_000);
+        let mut d = Delays::new();
         for seq in [2, 1, 4, 3] {
             d.push(entry(seq, at, seq));
         }

@@ -23,6 +23,7 @@
 
 use super::ready::{Ready, Store};
 use super::slots::{Slot, Slots, Then};
+use super::tick::{Epoch, Tick};
 use super::timer::{Schedule, Timer};
 use crate::error::NotProcessing;
 use crate::metrics::QueueMetrics;
@@ -66,6 +67,8 @@ pub(crate) struct Shared<T> {
     /// Wakes the background thread (delay timer and metrics ticker), if any.
     pub(crate) signal: Arc<Signal>,
     pub(crate) clock: Arc<dyn Clock>,
+    /// What the queue's ticks count from (see [`tick`](super::tick)).
+    pub(crate) epoch: Epoch,
     pub(crate) metrics: Option<QueueMetrics>,
 }
 
@@ -77,7 +80,7 @@ pub(crate) enum Scheduled {
     /// Accepted; nothing else to tell.
     Accepted,
     /// The item waits for `at`.
-    Waiting { at: Instant },
+    Waiting { at: Tick },
 }
 
 impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
@@ -86,11 +89,11 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
         metrics: Option<QueueMetrics>,
         store: Store<T>,
     ) -> Self {
-        let base = clock.now();
+        let epoch = Epoch::new(clock.now());
         Self {
             slots: Slots::new(),
             ready: Ready::new(store),
-            timer: Timer::new(base),
+            timer: Timer::new(),
             closing: AtomicBool::new(false),
             draining: AtomicBool::new(false),
             started_waiting: CachePadded::new(AtomicUsize::new(0)),
@@ -99,13 +102,19 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
             life: Mutex::new(()),
             signal: Signal::new(),
             clock,
+            epoch,
             metrics,
         }
     }
 
     /// The time for metrics timestamps, read only when metrics are on.
-    pub(crate) fn metrics_now(&self) -> Option<Instant> {
-        self.metrics.as_ref().map(|_| self.clock.now())
+    pub(crate) fn metrics_now(&self) -> Option<Tick> {
+        self.metrics.as_ref().map(|_| self.now())
+    }
+
+    /// The clock's time now, as a tick.
+    pub(crate) fn now(&self) -> Tick {
+        self.epoch.tick(self.clock.now())
     }
 
     /// Whether `shut_down` has run (or is running).
@@ -166,7 +175,9 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
         let (wake, counted) = match shard.entry(item) {
             Entry::Vacant(v) => {
                 let wake = self.ready.push(v.key().clone(), priority);
-                v.insert(Slot::Queued { since: now });
+                v.insert(Slot::Queued {
+                    since: now.unwrap_or_default(),
+                });
                 (wake, true)
             }
             Entry::Occupied(mut o) => {
@@ -183,7 +194,7 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
                         }
                         Then::Nothing => {
                             *then = Then::Requeue {
-                                since: now,
+                                since: now.unwrap_or_default(),
                                 priority,
                             };
                             (false, true)
@@ -191,7 +202,7 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
                         Then::Wait { priority: p, .. } => {
                             let priority = priority.max(*p);
                             *then = Then::Requeue {
-                                since: now,
+                                since: now.unwrap_or_default(),
                                 priority,
                             };
                             (false, true)
@@ -201,7 +212,9 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
                         // Ready now; its delay entry goes stale (deduplicated against the ready
                         // queue).
                         let priority = priority.max(*p);
-                        *slot = Slot::Queued { since: now };
+                        *slot = Slot::Queued {
+                            since: now.unwrap_or_default(),
+                        };
                         self.stop_waiting(1);
                         compact = self.went_stale();
                         (self.ready.push(o.key().clone(), priority), true)
@@ -227,6 +240,7 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
                 Scheduled::Refused
             };
         }
+        let at = self.epoch.tick(at);
         let mut shard = self.slots.lock(&item);
         if self.closing.load(Ordering::Acquire) {
             drop(shard);
@@ -281,7 +295,7 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
     }
 
     /// After a delayed entry was scheduled: wake the timer if it plans to wake later.
-    pub(crate) fn after_schedule(&self, at: Instant) {
+    pub(crate) fn after_schedule(&self, at: Tick) {
         if let Some(m) = &self.metrics {
             m.delayed_depth.set(self.waiting() as f64);
         }
@@ -319,12 +333,12 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
             let (since, counted) = match shard.get_mut(&item) {
                 Some(slot) => {
                     let (since, was_processing) = match *slot {
-                        Slot::Queued { since } => (since, false),
+                        Slot::Queued { since } => (Some(since), false),
                         Slot::Processing { .. } => (None, true),
                         Slot::Waiting { .. } => (None, false),
                     };
                     *slot = Slot::Processing {
-                        started: now,
+                        started: now.unwrap_or_default(),
                         then: Then::Nothing,
                     };
                     (since, !was_processing)
@@ -339,8 +353,7 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
         if let Some(m) = &self.metrics {
             m.depth.dec();
             if let (Some(now), Some(since)) = (now, since) {
-                m.latency
-                    .observe(now.saturating_duration_since(since).as_secs_f64());
+                m.latency.observe(now.since(since).as_secs_f64());
             }
         }
         Some(item)
@@ -366,10 +379,9 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
                 wake = self.ready.push(item.clone(), priority);
             }
             Then::Wait { at, priority } if !self.closing.load(Ordering::Acquire) => {
-                let t = now.unwrap_or_else(|| self.clock.now());
+                let t = now.unwrap_or_else(|| self.now());
                 if at <= t {
-                    let since = self.metrics.as_ref().map(|_| t);
-                    *slot = Slot::Queued { since };
+                    *slot = Slot::Queued { since: t };
                     wake = self.ready.push(item.clone(), priority);
                     counted = true;
                 } else {
@@ -394,16 +406,15 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
         if let Some(at) = scheduled {
             self.after_schedule(at);
         }
-        if let (Some(m), Some(now), Some(started)) = (&self.metrics, now, started) {
-            m.work_duration
-                .observe(now.saturating_duration_since(started).as_secs_f64());
+        if let (Some(m), Some(now)) = (&self.metrics, now) {
+            m.work_duration.observe(now.since(started).as_secs_f64());
         }
         Ok(())
     }
 
     /// Moves every live entry due at `now` to the ready queue; returns how many.
     pub(crate) fn fire_due(&self, now: Instant) -> usize {
-        self.fire_from(self.timer.drain(), now)
+        self.fire_from(self.timer.drain(), self.epoch.tick(now))
     }
 
     /// A worker that found nothing ready fires the entries of the schedule that are due, if the
@@ -412,19 +423,20 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
     /// and everything due meanwhile would wait with it). The timer still does everything else
     /// (the inbox, the plan), and fires what no worker did. Returns how many items it fired.
     pub(crate) fn help_fire(&self) -> usize {
-        if !self.timer.plan_due(self.clock.as_ref()) {
+        if self.timer.planned().is_none_or(|p| p > self.now()) {
             return 0;
         }
         let Some(schedule) = self.timer.try_schedule() else {
             return 0;
         };
         // The time is read again under the lock: an entry fires only when it is due.
-        self.fire_from(schedule, self.clock.now())
+        self.fire_from(schedule, self.now())
     }
 
     /// Fires the live entries of `schedule` due at `now` (see [`fire_due`](Shared::fire_due)).
-    fn fire_from(&self, mut schedule: MutexGuard<'_, Schedule<T>>, now: Instant) -> usize {
-        let since = self.metrics.as_ref().map(|_| now);
+    fn fire_from(&self, mut schedule: MutexGuard<'_, Schedule<T>>, now: Tick) -> usize {
+        // The metrics' timestamp of the items fired (unused, and zero, without metrics).
+        let since = now;
         let (mut fired, mut dropped) = (0, 0);
         while schedule.delays.peek().is_some_and(|e| e.at <= now) {
             let Some(e) = schedule.delays.pop() else {
@@ -472,7 +484,7 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
     }
 
     /// The earliest live deadline (dropping stale entries on the way).
-    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+    pub(crate) fn next_deadline(&self) -> Option<Tick> {
         let mut schedule = self.timer.drain();
         let mut next = None;
         let mut dropped = 0;
@@ -490,11 +502,11 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
     }
 
     /// Start times of the items in flight (for the unfinished-work metrics).
-    pub(crate) fn processing_starts(&self) -> Vec<Instant> {
+    pub(crate) fn processing_starts(&self) -> Vec<Tick> {
         let mut starts = Vec::new();
         self.slots.for_each(|shard| {
             starts.extend(shard.values().filter_map(|s| match s {
-                Slot::Processing { started, .. } => *started,
+                Slot::Processing { started, .. } => Some(*started),
                 _ => None,
             }))
         });

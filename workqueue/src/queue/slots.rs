@@ -17,12 +17,12 @@
 //! the same comparison for the failure counts (`rate_limiter/failures.rs`) put them within noise
 //! of each other on this kind of machine.
 
+use super::tick::Tick;
 use crate::sync::{Mutex, MutexGuard};
 use crossbeam_utils::CachePadded;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash};
 use std::ops::{Deref, DerefMut};
-use std::time::Instant;
 
 type Hasher = foldhash::fast::RandomState;
 
@@ -68,22 +68,20 @@ const SHARDS: usize = 64;
 const SHARDS: usize = 2;
 
 /// Where an item is.
+///
+/// Its times are [`Tick`]s (8 bytes each), so a slot takes 24 bytes: with a `u64` key, a map entry
+/// is 32 bytes, and two of them share a cache line (with `Instant`s, a slot took 40 bytes and an
+/// entry 48, often split across two lines). `since` and `started` are written only when metrics
+/// are on (they are zero otherwise, and read only by metrics).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Slot {
-    /// In the ready FIFO. `since` is the add that made it ready (only kept when metrics are on).
-    Queued { since: Option<Instant> },
-    /// Handed out by `get`, not yet `done`. `started` is kept when metrics are on.
-    Processing {
-        started: Option<Instant>,
-        then: Then,
-    },
+    /// In the ready FIFO. `since` is the add that made it ready.
+    Queued { since: Tick },
+    /// Handed out by `get`, not yet `done`.
+    Processing { started: Tick, then: Then },
     /// Waiting for its deadline `at` as the delay entry number `seq`; ready then at `priority`
     /// (the priority queue's; 0 in the plain queue).
-    Waiting {
-        at: Instant,
-        seq: u64,
-        priority: i32,
-    },
+    Waiting { at: Tick, seq: u32, priority: i32 },
 }
 
 /// What happens to an item in flight when its `done` comes.
@@ -92,13 +90,10 @@ pub(crate) enum Then {
     /// Forget it.
     Nothing,
     /// It was added again while processing: queue it (dirty), at `priority`.
-    Requeue {
-        since: Option<Instant>,
-        priority: i32,
-    },
+    Requeue { since: Tick, priority: i32 },
     /// It was added with a delay while processing: wait until `at` (or queue it if past), then
     /// be ready at `priority`.
-    Wait { at: Instant, priority: i32 },
+    Wait { at: Tick, priority: i32 },
 }
 
 /// The sharded map of slots.
@@ -164,11 +159,16 @@ mod tests {
     fn small_integer_keys_spread_over_every_shard() {
         let slots = Slots::new();
         for i in 0..1000u64 {
-            slots.lock(&i).insert(i, Slot::Queued { since: None });
+            slots.lock(&i).insert(i, Slot::Queued { since: Tick(0) });
         }
         let mut sizes = Vec::new();
         slots.for_each(|s| sizes.push(s.len()));
         assert_eq!(sizes.iter().sum::<usize>(), 1000);
         assert!(sizes.iter().all(|&n| n > 0), "{sizes:?}");
+    }
+
+    #[test]
+    fn a_slot_takes_24_bytes() {
+        assert_eq!(std::mem::size_of::<Slot>(), 24);
     }
 }

@@ -26,20 +26,19 @@
 //! find less to do.
 
 use super::delays::{Delays, Entry};
+use super::tick::Tick;
 use crate::sync::atomic::{AtomicU64, Ordering};
 use crate::sync::{Mutex, MutexGuard};
 use crossbeam_utils::CachePadded;
-use kcache_core::Clock;
-use std::time::Instant;
 
 /// What delayed adds append to.
 #[derive(Debug)]
 struct Inbox<T> {
     entries: Vec<Entry<T>>,
     /// The earliest deadline in `entries`.
-    earliest: Option<Instant>,
-    /// The next entry number.
-    next_seq: u64,
+    earliest: Option<Tick>,
+    /// The last entry number given (wrapping, see [`Entry::seq`]).
+    next_seq: u32,
 }
 
 /// The schedule and what the timer thread keeps with it.
@@ -72,14 +71,12 @@ impl<T> Schedule<T> {
 pub(crate) struct Timer<T> {
     inbox: CachePadded<Mutex<Inbox<T>>>,
     schedule: CachePadded<Mutex<Schedule<T>>>,
-    /// Nanoseconds after `base` at which the timer plans to wake; `u64::MAX` when it has nothing
-    /// planned.
+    /// The tick at which the timer plans to wake; `u64::MAX` when it has nothing planned.
     planned: CachePadded<AtomicU64>,
-    base: Instant,
 }
 
 impl<T> Timer<T> {
-    pub(crate) fn new(base: Instant) -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             inbox: CachePadded::new(Mutex::new(Inbox {
                 entries: Vec::new(),
@@ -87,22 +84,17 @@ impl<T> Timer<T> {
                 next_seq: 0,
             })),
             schedule: CachePadded::new(Mutex::new(Schedule {
-                delays: Delays::new(base),
+                delays: Delays::new(),
                 spare: Vec::new(),
             })),
             planned: CachePadded::new(AtomicU64::new(u64::MAX)),
-            base,
         }
     }
 
-    fn nanos(&self, at: Instant) -> u64 {
-        u64::try_from(at.saturating_duration_since(self.base).as_nanos()).unwrap_or(u64::MAX)
-    }
-
     /// Appends an entry for `item` at `at`; returns its entry number (for the item's slot).
-    pub(crate) fn schedule(&self, item: T, at: Instant) -> u64 {
+    pub(crate) fn schedule(&self, item: T, at: Tick) -> u32 {
         let mut inbox = self.inbox.lock();
-        inbox.next_seq += 1;
+        inbox.next_seq = inbox.next_seq.wrapping_add(1);
         let seq = inbox.next_seq;
         inbox.entries.push(Entry { at, seq, item });
         if inbox.earliest.is_none_or(|e| at < e) {
@@ -112,24 +104,23 @@ impl<T> Timer<T> {
     }
 
     /// Whether the inbox holds an entry due before `next` (any entry, if `next` is `None`).
-    pub(crate) fn has_entry_before(&self, next: Option<Instant>) -> bool {
+    pub(crate) fn has_entry_before(&self, next: Option<Tick>) -> bool {
         let earliest = self.inbox.lock().earliest;
         earliest.is_some_and(|e| next.is_none_or(|n| e < n))
     }
 
     /// Whether a new deadline `at` is earlier than the timer's planned wake-up (the caller then
     /// signals the timer).
-    pub(crate) fn must_wake(&self, at: Instant) -> bool {
-        self.nanos(at) < self.planned.load(Ordering::SeqCst)
+    pub(crate) fn must_wake(&self, at: Tick) -> bool {
+        at.0 < self.planned.load(Ordering::SeqCst)
     }
 
-    /// Whether the deadline the timer planned to wake at has come on `clock`: entries of the
-    /// schedule may be due, and a worker with nothing to do may fire them
-    /// ([`try_schedule`](Timer::try_schedule)). One load of the plan; `false` while nothing is
-    /// planned.
-    pub(crate) fn plan_due(&self, clock: &dyn Clock) -> bool {
+    /// The tick the timer plans to wake at, if any: once it has come, entries of the schedule
+    /// may be due, and a worker with nothing to do may fire them
+    /// ([`try_schedule`](Timer::try_schedule)). One load.
+    pub(crate) fn planned(&self) -> Option<Tick> {
         let planned = self.planned.load(Ordering::Acquire);
-        planned != u64::MAX && planned <= self.nanos(clock.now())
+        (planned != u64::MAX).then_some(Tick(planned))
     }
 
     /// The schedule without the inbox, unless someone (the timer) holds it. Entries still in the
@@ -141,8 +132,8 @@ impl<T> Timer<T> {
 
     /// Publishes the deadline the timer will sleep until; then it checks
     /// [`has_entry_before`](Timer::has_entry_before).
-    pub(crate) fn plan(&self, next: Option<Instant>) {
-        let at = next.map_or(u64::MAX, |at| self.nanos(at));
+    pub(crate) fn plan(&self, next: Option<Tick>) {
+        let at = next.map_or(u64::MAX, |at| at.0);
         self.planned.store(at, Ordering::SeqCst);
     }
 
@@ -308,7 +299,8 @@ mod tests {
         let now = clock.now();
         for (item, ms) in [(1, 10), (2, 20)] {
             crate::delaying::add_at_from(&q.shared, item, now + Duration::from_millis(ms), now, 0);
-            q.shared.after_schedule(now + Duration::from_millis(ms));
+            q.shared
+                .after_schedule(q.shared.epoch.tick(now + Duration::from_millis(ms)));
         }
         timer_round(&q);
         let depth = || *gauge.0.lock().unwrap_or_else(|e| e.into_inner());

@@ -8,6 +8,7 @@
 //! through the crate's loom shim, so the model checker sees it, and costs no extra dependency.
 
 use crate::sync::Mutex;
+use crossbeam_utils::CachePadded;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash};
 
@@ -27,7 +28,7 @@ pub(crate) struct FailureCounts<T> {
     /// Picks the shard; seeded independently of the shards' own hashers, so the keys of one shard
     /// still spread over its buckets.
     pick: PickHasher,
-    shards: Box<[Mutex<HashMap<T, usize, Hasher>>]>,
+    shards: Box<[CachePadded<Mutex<HashMap<T, usize, Hasher>>>]>,
 }
 
 impl<T: Eq + Hash + Clone> FailureCounts<T> {
@@ -35,7 +36,7 @@ impl<T: Eq + Hash + Clone> FailureCounts<T> {
         Self {
             pick: PickHasher::default(),
             shards: (0..SHARDS)
-                .map(|_| Mutex::new(HashMap::with_hasher(Hasher::default())))
+                .map(|_| CachePadded::new(Mutex::new(HashMap::with_hasher(Hasher::default()))))
                 .collect(),
         }
     }
