@@ -24,11 +24,15 @@ type PickHasher = foldhash::fast::FixedState;
 /// Sixteen shards: many more than the cores a controller's workers usually run on.
 const SHARDS: usize = 16;
 
+/// One shard, on its own cache line: the producer's `record` and a worker's `forget` of different
+/// items must not write one line (unpadded, neighbouring shards shared lines).
+type Shard<T> = CachePadded<Mutex<HashMap<T, usize, Hasher>>>;
+
 pub(crate) struct FailureCounts<T> {
     /// Picks the shard; seeded independently of the shards' own hashers, so the keys of one shard
     /// still spread over its buckets.
     pick: PickHasher,
-    shards: Box<[CachePadded<Mutex<HashMap<T, usize, Hasher>>>]>,
+    shards: Box<[Shard<T>]>,
 }
 
 impl<T: Eq + Hash + Clone> FailureCounts<T> {
