@@ -43,7 +43,8 @@ benches/WORKLOADS.md, with client-go's figures and where they come from.
   --note TEXT     a paragraph for the report's header (repeatable)
 
 Implementations: kcache; naive (client-go's design ported as it is); floor (the hand-off alone:
-a crossbeam channel, no dedup); plain (q5: kcache's plain queue, one priority); rwlock-hashmap
+a crossbeam channel, no dedup); floor-dedup (q1: the floor behind a sharded set, the least a
+deduplicating queue does); plain (q5: kcache's plain queue, one priority); rwlock-hashmap
 (client-go's thread-safe store as it is); kube-runtime (its reflector store, for the operations it
 has); kube-runtime-shared (e1: its shared store with 2 subscribers); kcache-unbatched (e1:
 the kcache informer with batch_size(1), every change applied and handed to the handlers

@@ -21,7 +21,7 @@ pub(super) fn workloads(summaries: &[Summary]) -> Vec<String> {
 fn kind(imp: &str) -> BarKind {
     match imp {
         "kcache" => BarKind::Kcache,
-        "floor" | "memory-source" => BarKind::Floor,
+        "floor" | "floor-dedup" | "memory-source" => BarKind::Floor,
         _ => BarKind::Peer,
     }
 }

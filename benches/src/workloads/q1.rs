@@ -1,8 +1,8 @@
 //! q1: one producer adds 0..1,000,000 to a queue of `u64`; two workers get -> done until `None`.
 
-use super::{check, join, nanos, now, unknown_impl, Metrics, Workload, QUEUE_IMPLS};
+use super::{check, join, nanos, now, unknown_impl, Metrics, Workload};
 use crate::api::WorkQueue;
-use crate::floor::FloorQueue;
+use crate::floor::{FloorDedupQueue, FloorQueue};
 use crate::naive::NaiveQueue;
 use kcache_workqueue::Queue;
 use std::thread;
@@ -13,7 +13,7 @@ const WORKERS: usize = 2;
 pub(super) const WORKLOAD: Workload = Workload {
     name: "q1",
     headline: "ns_per_item",
-    impls: QUEUE_IMPLS,
+    impls: &["kcache", "naive", "floor", "floor-dedup"],
     about: "1,000,000 u64 through a queue, 1 producer, 2 workers get -> done",
     run,
 };
@@ -23,6 +23,7 @@ fn run(_: &str, name: &str) -> Result<Metrics, String> {
         "kcache" => drive(Queue::new()),
         "naive" => drive(NaiveQueue::new()),
         "floor" => drive(FloorQueue::new(WORKERS)),
+        "floor-dedup" => drive(FloorDedupQueue::new(WORKERS)),
         _ => Err(unknown_impl("q1", name)),
     }
 }
