@@ -2,8 +2,8 @@
 
 use crate::config::QueueConfig;
 use crate::queue::shared::Scheduled;
+use crate::queue::tick::Tick;
 use crate::queue::{Queue, Shared};
-use kcache_core::saturating_add;
 use std::fmt;
 use std::hash::Hash;
 use std::ops::Deref;
@@ -62,8 +62,7 @@ impl<T: Clone + Eq + Hash + Send + 'static> DelayingQueue<T> {
     /// only when refused because the queue is shutting down. Every call counts in
     /// `workqueue_retries_total`, as in client-go.
     pub fn add_after(&self, item: T, delay: Duration) -> bool {
-        let now = self.queue.shared.clock.now();
-        self.add_at_from(item, saturating_add(now, delay), now)
+        add_after_from(&self.queue.shared, item, delay, 0)
     }
 
     /// Adds `item` at `deadline`; a deadline not in the future is [`add`](Queue::add).
@@ -126,7 +125,32 @@ pub(crate) fn add_at_from<T: Clone + Eq + Hash + Send + 'static>(
     if let Some(m) = &shared.metrics {
         m.retries.inc();
     }
-    match shared.add_at(item, deadline, now, priority) {
+    let (at, now) = (shared.epoch.tick(deadline), shared.epoch.tick(now));
+    schedule(shared, item, at, now, priority)
+}
+
+/// A delay from now, counted and signalled as [`add_at_from`] does.
+pub(crate) fn add_after_from<T: Clone + Eq + Hash + Send + 'static>(
+    shared: &Shared<T>,
+    item: T,
+    delay: Duration,
+    priority: i32,
+) -> bool {
+    if let Some(m) = &shared.metrics {
+        m.retries.inc();
+    }
+    let (now, at) = shared.epoch.after(shared.clock.now(), delay);
+    schedule(shared, item, at, now, priority)
+}
+
+fn schedule<T: Clone + Eq + Hash + Send + 'static>(
+    shared: &Shared<T>,
+    item: T,
+    at: Tick,
+    now: Tick,
+    priority: i32,
+) -> bool {
+    match shared.add_at(item, at, now, priority) {
         Scheduled::Refused => false,
         Scheduled::Accepted => true,
         Scheduled::Waiting { at } => {

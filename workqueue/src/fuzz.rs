@@ -479,7 +479,7 @@ impl Runner {
         let now = self.clock.now();
         let at = saturating_add(now, delay);
         let want = self.model.add_at(k, at, now, priority);
-        let got = match shared.add_at(k, at, now, priority) {
+        let got = match shared.add_at(k, shared.epoch.tick(at), shared.epoch.tick(now), priority) {
             Scheduled::Refused => false,
             Scheduled::Accepted => true,
             Scheduled::Waiting { at } => {

@@ -2,11 +2,10 @@
 //! starves.
 
 use crate::config::QueueConfig;
-use crate::delaying::add_at_from;
+use crate::delaying::{add_after_from, add_at_from};
 use crate::queue::ranked::SHARE;
 use crate::queue::Queue;
 use crate::rate_limiter::{default_controller_rate_limiter, RateLimiter};
-use kcache_core::saturating_add;
 use std::fmt;
 use std::hash::Hash;
 use std::ops::Deref;
@@ -106,14 +105,7 @@ impl<T: Clone + Eq + Hash + Send + 'static> PriorityQueue<T> {
     /// [`add_with_priority`](PriorityQueue::add_with_priority). A pending deadline only moves
     /// earlier, a pending priority only up. Counts in `workqueue_retries_total`.
     pub fn add_after_with_priority(&self, item: T, delay: Duration, priority: i32) -> bool {
-        let now = self.queue.shared.clock.now();
-        add_at_from(
-            &self.queue.shared,
-            item,
-            saturating_add(now, delay),
-            now,
-            priority,
-        )
+        add_after_from(&self.queue.shared, item, delay, priority)
     }
 
     /// Adds `item` at `priority` at `deadline`; a deadline not in the future is an immediate add.

@@ -232,7 +232,7 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
 
     /// Makes `item` ready at `at` (at `priority`); a deadline not after `now` is an immediate
     /// add. A pending deadline only moves earlier, a pending priority only up.
-    pub(crate) fn add_at(&self, item: T, at: Instant, now: Instant, priority: i32) -> Scheduled {
+    pub(crate) fn add_at(&self, item: T, at: Tick, now: Tick, priority: i32) -> Scheduled {
         if at <= now {
             return if self.add_with_priority(item, priority) {
                 Scheduled::Accepted
@@ -240,23 +240,28 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
                 Scheduled::Refused
             };
         }
-        let at = self.epoch.tick(at);
         let mut shard = self.slots.lock(&item);
         if self.closing.load(Ordering::Acquire) {
             drop(shard);
             return Scheduled::Refused;
         }
-        match shard.get_mut(&item) {
-            None => {
-                let seq = self.timer.schedule(item.clone(), at);
-                shard.insert(item, Slot::Waiting { at, seq, priority });
+        // One lookup (the entry), as in `add_with_priority`: a new item is the common case.
+        let mut o = match shard.entry(item) {
+            Entry::Vacant(v) => {
+                let seq = self.timer.schedule(v.key().clone(), at);
+                v.insert(Slot::Waiting { at, seq, priority });
                 self.start_waiting();
+                drop(shard);
+                return Scheduled::Waiting { at };
             }
-            Some(Slot::Queued { .. }) => {
-                self.ready.raise(&item, priority);
+            Entry::Occupied(o) => o,
+        };
+        let raised = match o.get_mut() {
+            Slot::Queued { .. } => {
+                self.ready.raise(o.key(), priority);
                 return Scheduled::Accepted;
             }
-            Some(Slot::Processing { then, .. }) => {
+            Slot::Processing { then, .. } => {
                 match then {
                     Then::Requeue { priority: p, .. } => *p = (*p).max(priority),
                     Then::Wait {
@@ -272,23 +277,29 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
                 }
                 return Scheduled::Accepted;
             }
-            Some(Slot::Waiting {
+            Slot::Waiting {
                 at: old,
-                seq,
                 priority: p,
-            }) => {
+                ..
+            } => {
                 *p = (*p).max(priority);
                 if *old <= at {
                     return Scheduled::Accepted;
                 }
-                *seq = self.timer.schedule(item, at);
-                *old = at;
-                if self.went_stale() {
-                    drop(shard);
-                    self.compact_schedule();
-                    return Scheduled::Waiting { at };
-                }
+                *p
             }
+        };
+        // A waiting item moves to an earlier deadline: a new entry, and the old one goes stale.
+        let seq = self.timer.schedule(o.key().clone(), at);
+        o.insert(Slot::Waiting {
+            at,
+            seq,
+            priority: raised,
+        });
+        if self.went_stale() {
+            drop(shard);
+            self.compact_schedule();
+            return Scheduled::Waiting { at };
         }
         drop(shard);
         Scheduled::Waiting { at }

@@ -38,6 +38,21 @@ impl Epoch {
         )
     }
 
+    /// `now` and `now + delay` as ticks. The deadline is the tick of `saturating_add(now,
+    /// delay)` (saturating at `far_future`, as every deadline of the crate does), computed with
+    /// one addition for any delay under a year.
+    pub(crate) fn after(&self, now: Instant, delay: Duration) -> (Tick, Tick) {
+        const YEAR: Duration = Duration::from_secs(365 * 24 * 3600);
+        let from = self.tick(now);
+        if delay < YEAR {
+            // Under a year of nanoseconds fits in a u64 with room for 500 more years of `from`.
+            let nanos = delay.as_secs() * 1_000_000_000 + u64::from(delay.subsec_nanos());
+            (from, Tick(from.0.saturating_add(nanos)))
+        } else {
+            (from, self.tick(kcache_core::saturating_add(now, delay)))
+        }
+    }
+
     /// `t` as an instant (saturating, like `saturating_add` for far deadlines).
     pub(crate) fn instant(&self, t: Tick) -> Instant {
         kcache_core::saturating_add(self.0, Duration::from_nanos(t.0))
@@ -62,6 +77,22 @@ mod tests {
         let never = kcache_core::saturating_add(base, Duration::MAX);
         assert_eq!(epoch.instant(epoch.tick(never)), never);
         assert_eq!(Tick(10).since(Tick(4)), Duration::from_nanos(6));
+        let now = clock.now();
+        for delay in [
+            Duration::ZERO,
+            Duration::from_nanos(1),
+            Duration::from_millis(1500),
+            Duration::from_secs(365 * 24 * 3600 - 1),
+            Duration::from_secs(365 * 24 * 3600),
+            Duration::MAX,
+        ] {
+            let want = epoch.tick(kcache_core::saturating_add(now, delay));
+            assert_eq!(
+                epoch.after(now, delay),
+                (epoch.tick(now), want),
+                "{delay:?}"
+            );
+        }
         assert_eq!(Tick(4).since(Tick(10)), Duration::ZERO);
     }
 }
