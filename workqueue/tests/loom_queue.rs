@@ -261,3 +261,46 @@ fn an_add_racing_shut_down_is_refused_or_handed_out() {
         assert_eq!(worker.join().unwrap(), accepted.then_some(5));
     });
 }
+
+/// Key line: `Slots::mark_taken` raises its shard's `taken` mark with an atomic maximum. A plain
+/// store lets the worker that took an earlier ticket of a shard write its mark after the worker
+/// that took a later one, below that later ticket: the later item looks queued again, its
+/// worker's re-add is dropped as a duplicate and its `done` is refused (`NotProcessing`). Three
+/// items over the two shards loom uses put two in one shard.
+#[test]
+fn a_re_add_by_the_worker_holding_an_item_survives_a_take_racing_in_its_shard() {
+    loom::model(|| {
+        let q = Queue::new();
+        for i in 0..3u8 {
+            q.add(i);
+        }
+        let workers: Vec<_> = (0..2)
+            .map(|_| {
+                let q = q.clone();
+                thread::spawn(move || {
+                    let (mut gets, mut readds, mut readded) = (0, 0, [false; 3]);
+                    while let Some(item) = q.try_get() {
+                        gets += 1;
+                        // Re-add once per worker and item while holding it: it must come back.
+                        if !readded[usize::from(item)] {
+                            readded[usize::from(item)] = true;
+                            readds += 1;
+                            q.add(item);
+                        }
+                        q.done(&item).unwrap();
+                    }
+                    (gets, readds)
+                })
+            })
+            .collect();
+        let (mut gets, mut readds) = (0, 0);
+        for w in workers {
+            let (g, r) = w.join().unwrap();
+            gets += g;
+            readds += r;
+        }
+        // Each add made while the item was held handed it out once more; nothing is left.
+        assert_eq!(gets, 3 + readds);
+        assert_eq!((q.len(), q.in_flight()), (0, 0));
+    });
+}

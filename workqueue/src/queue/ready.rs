@@ -80,24 +80,26 @@ pub(crate) struct Ready<T> {
 /// Where ready items wait: the plain queue's lock-free FIFO, or the priority queue's ranks.
 #[derive(Debug)]
 pub(crate) enum Store<T> {
-    Fifo(Fifo<T>),
+    /// Items with their tickets (see `slots.rs`).
+    Fifo(Fifo<(T, u64)>),
     Ranked(Ranked<T>),
 }
 
 impl<T: Clone + Eq + Hash> Store<T> {
-    fn push(&self, item: T, priority: i32) {
+    fn push(&self, item: T, priority: i32, ticket: u64) {
         match self {
-            Store::Fifo(f) => f.push(item),
+            Store::Fifo(f) => f.push((item, ticket)),
             Store::Ranked(r) => r.push(item, priority),
         }
     }
 
-    fn pop(&self) -> Option<T> {
+    /// The next item and its ticket (0 from the ranked store, which gives none).
+    fn pop(&self) -> Option<(T, u64)> {
         match self {
             Store::Fifo(f) => f.pop(),
             // An empty store is seen without its mutex (idle workers poll it).
             Store::Ranked(r) if r.is_empty() => None,
-            Store::Ranked(r) => r.pop(),
+            Store::Ranked(r) => r.pop().map(|item| (item, 0)),
         }
     }
 }
@@ -119,14 +121,15 @@ impl<T> Store<T> {
 }
 
 impl<T: Clone + Eq + Hash> Ready<T> {
-    /// Appends an item that just became ready, at `priority` (which the plain FIFO ignores).
+    /// Appends an item that just became ready, at `priority` (which the plain FIFO ignores) and
+    /// under `ticket` (which the priority store ignores).
     /// Returns whether a sleeper was registered: the caller then calls
     /// [`wake_one`](Ready::wake_one), after releasing its own locks.
     ///
     /// Pushes are accepted after [`close`](Ready::close) too (an item re-added while in flight
     /// is still handed out after its `done`).
-    pub(crate) fn push(&self, item: T, priority: i32) -> bool {
-        self.fifo.push(item, priority);
+    pub(crate) fn push(&self, item: T, priority: i32, ticket: u64) -> bool {
+        self.fifo.push(item, priority, ticket);
         fence(Ordering::SeqCst);
         sleepers_of(self.word.load(Ordering::SeqCst)) != 0
     }
@@ -134,14 +137,19 @@ impl<T: Clone + Eq + Hash> Ready<T> {
     /// Appends one item of a batch without looking for sleepers: after the batch, the caller
     /// calls [`sleepers_after_batch`](Ready::sleepers_after_batch) once (one fence per batch, not
     /// one per item, for the timer that fires many items at once).
-    pub(crate) fn push_batched(&self, item: T, priority: i32) {
-        self.fifo.push(item, priority);
+    pub(crate) fn push_batched(&self, item: T, priority: i32, ticket: u64) {
+        self.fifo.push(item, priority, ticket);
     }
 
     /// Takes the next ready item, if any (the oldest, or for the priority queue the next by
     /// rank).
-    pub(crate) fn pop(&self) -> Option<T> {
+    pub(crate) fn pop(&self) -> Option<(T, u64)> {
         self.fifo.pop()
+    }
+
+    /// Whether items carry tickets (the plain FIFO; see `slots.rs`).
+    pub(crate) fn has_tickets(&self) -> bool {
+        matches!(self.fifo, Store::Fifo(_))
     }
 
     /// Raises the priority of a ready item (priority queue only; a no-op for the plain FIFO).

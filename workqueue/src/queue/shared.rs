@@ -70,6 +70,9 @@ pub(crate) struct Shared<T> {
     /// What the queue's ticks count from (see [`tick`](super::tick)).
     pub(crate) epoch: Epoch,
     pub(crate) metrics: Option<QueueMetrics>,
+    /// Whether `get` takes its item by ticket, without the shard lock (see `slots.rs`): a plain
+    /// FIFO without metrics (metrics record the item's wait and start under the lock).
+    lock_free_get: bool,
 }
 
 /// What a delayed add did.
@@ -90,9 +93,11 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
         store: Store<T>,
     ) -> Self {
         let epoch = Epoch::new(clock.now());
+        let ready = Ready::new(store);
         Self {
             slots: Slots::new(),
-            ready: Ready::new(store),
+            lock_free_get: metrics.is_none() && ready.has_tickets(),
+            ready,
             timer: Timer::new(),
             closing: AtomicBool::new(false),
             draining: AtomicBool::new(false),
@@ -129,9 +134,7 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
 
     /// Items handed out and not yet done (locks every shard in turn).
     pub(crate) fn in_flight(&self) -> usize {
-        let mut n = 0;
-        self.slots.for_each(|shard| n += shard.processing);
-        n
+        self.slots.in_flight()
     }
 
     /// Items waiting for a delay.
@@ -171,17 +174,22 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
             return false;
         }
         let mut compact = false;
+        let taken = shard.taken();
+        let (map, mut tickets) = shard.split();
         // One lookup (the entry) for the new item, the common case.
-        let (wake, counted) = match shard.entry(item) {
+        let (wake, counted) = match map.entry(item) {
             Entry::Vacant(v) => {
-                let wake = self.ready.push(v.key().clone(), priority);
+                let ticket = tickets.next();
+                let wake = self.ready.push(v.key().clone(), priority, ticket);
                 v.insert(Slot::Queued {
                     since: now.unwrap_or_default(),
+                    ticket,
                 });
                 (wake, true)
             }
             Entry::Occupied(mut o) => {
                 let slot = o.get_mut();
+                slot.settle(taken);
                 match slot {
                     Slot::Queued { .. } => {
                         self.ready.raise(o.key(), priority);
@@ -212,12 +220,14 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
                         // Ready now; its delay entry goes stale (deduplicated against the ready
                         // queue).
                         let priority = priority.max(*p);
+                        let ticket = tickets.next();
                         *slot = Slot::Queued {
                             since: now.unwrap_or_default(),
+                            ticket,
                         };
                         self.stop_waiting(1);
                         compact = self.went_stale();
-                        (self.ready.push(o.key().clone(), priority), true)
+                        (self.ready.push(o.key().clone(), priority, ticket), true)
                     }
                 }
             }
@@ -246,6 +256,7 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
             return Scheduled::Refused;
         }
         // One lookup (the entry), as in `add_with_priority`: a new item is the common case.
+        let taken = shard.taken();
         let mut o = match shard.entry(item) {
             Entry::Vacant(v) => {
                 let seq = self.timer.schedule(v.key().clone(), at);
@@ -256,6 +267,7 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
             }
             Entry::Occupied(o) => o,
         };
+        o.get_mut().settle(taken);
         let raised = match o.get_mut() {
             Slot::Queued { .. } => {
                 self.ready.raise(o.key(), priority);
@@ -333,18 +345,23 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
         // producer writes on every push, while a pop from a queue that is not empty reads only
         // the head. On its way from the ready queue to this worker, the item keeps its `Queued`
         // slot, so a drain sees it in its shard.
-        let item = match self.ready.pop() {
-            Some(item) => item,
+        let (item, ticket) = match self.ready.pop() {
+            Some(popped) => popped,
             None if self.help_fire() > 0 => self.ready.pop()?,
             None => return None,
         };
+        if self.lock_free_get {
+            // The slot stays as it is; its ticket is now taken (see `slots.rs`).
+            self.slots.mark_taken(ticket);
+            return Some(item);
+        }
         let now = self.metrics_now();
         let since = {
             let mut shard = self.slots.lock(&item);
             let (since, counted) = match shard.get_mut(&item) {
                 Some(slot) => {
                     let (since, was_processing) = match *slot {
-                        Slot::Queued { since } => (Some(since), false),
+                        Slot::Queued { since, .. } => (Some(since), false),
                         Slot::Processing { .. } => (None, true),
                         Slot::Waiting { .. } => (None, false),
                     };
@@ -377,23 +394,28 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
         // One lookup: the slot changes in place (no second lookup, and no clone of the key to
         // insert it again: for an `Arc` key, that clone and the drop of the duplicate key were two
         // atomic writes to a reference count that every thread adding that key also writes).
-        let Some(slot) = shard.get_mut(item) else {
+        let taken = shard.taken();
+        let (map, mut tickets) = shard.split();
+        let Some(slot) = map.get_mut(item) else {
             return Err(NotProcessing);
         };
+        slot.settle(taken);
         let Slot::Processing { started, then } = *slot else {
             return Err(NotProcessing);
         };
         let (mut wake, mut counted, mut scheduled, mut emptied) = (false, false, None, false);
         match then {
             Then::Requeue { since, priority } => {
-                *slot = Slot::Queued { since };
-                wake = self.ready.push(item.clone(), priority);
+                let ticket = tickets.next();
+                *slot = Slot::Queued { since, ticket };
+                wake = self.ready.push(item.clone(), priority, ticket);
             }
             Then::Wait { at, priority } if !self.closing.load(Ordering::Acquire) => {
                 let t = now.unwrap_or_else(|| self.now());
                 if at <= t {
-                    *slot = Slot::Queued { since: t };
-                    wake = self.ready.push(item.clone(), priority);
+                    let ticket = tickets.next();
+                    *slot = Slot::Queued { since: t, ticket };
+                    wake = self.ready.push(item.clone(), priority, ticket);
                     counted = true;
                 } else {
                     let seq = self.timer.schedule(item.clone(), at);
@@ -404,7 +426,7 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
             }
             // Nothing to do, or a delayed re-add whose schedule went away with the shutdown.
             Then::Nothing | Then::Wait { .. } => {
-                shard.remove(item);
+                map.remove(item);
                 emptied = true;
             }
         }
@@ -454,15 +476,18 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
                 break;
             };
             let mut shard = self.slots.lock(&e.item);
-            if let Some(slot) = shard.get_mut(&e.item) {
+            let (map, mut tickets) = shard.split();
+            // Only a waiting slot matters here, and a waiting slot needs no settling.
+            if let Some(slot) = map.get_mut(&e.item) {
                 if let Slot::Waiting { at, seq, priority } = *slot {
                     if (at, seq) != (e.at, e.seq) {
                         dropped += 1;
                         continue;
                     }
-                    *slot = Slot::Queued { since };
+                    let ticket = tickets.next();
+                    *slot = Slot::Queued { since, ticket };
                     self.stop_waiting(1);
-                    self.ready.push_batched(e.item, priority);
+                    self.ready.push_batched(e.item, priority, ticket);
                     fired += 1;
                     continue;
                 }
@@ -527,7 +552,7 @@ impl<T: Clone + Eq + Hash + Send + 'static> Shared<T> {
     /// The slot of `item` (tests and the fuzz model).
     #[allow(dead_code, reason = "used by tests and the fuzz model")]
     pub(crate) fn slot(&self, item: &T) -> Option<Slot> {
-        self.slots.lock(item).get(item).copied()
+        self.slots.lock(item).slot_mut(item).map(|s| *s)
     }
 
     /// Starts shutting down (see the module docs); with `drain`, `shut_down_with_drain` then waits
