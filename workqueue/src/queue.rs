@@ -5,8 +5,9 @@
 //! a sharded map ([`slots`]); the items ready to be handed out go through a lock-free FIFO
 //! ([`ready`]); delayed adds append to an inbox that the timer thread sorts and fires, helped by
 //! idle workers ([`timer`]). An add takes only its item's shard lock; a worker pops without a
-//! lock, then takes the item's shard lock to mark it in flight. Idle workers spin briefly, then sleep; producers read one word that
-//! says whether anyone sleeps, and wake only sleepers.
+//! lock and marks the item in flight by its ticket, one atomic maximum on its shard's line, with
+//! no look-up (see [`slots`]); its `done` locks the shard. Idle workers spin briefly, then sleep;
+//! producers read one word that says whether anyone sleeps, and wake only sleepers.
 //!
 //! # Ordering
 //! Items are handed out in the order they became ready: the order of their pushes to the FIFO,

@@ -12,8 +12,9 @@
 //! waiting for a delay.
 //!
 //! # In flight and drain
-//! Nothing counts the items in flight across the queue: each shard counts its own (under its
-//! lock, see [`slots`](super::slots)), and [`in_flight`](Shared::in_flight) adds them up. A drain
+//! Nothing counts the items in flight across the queue: each shard counts its own (its tickets
+//! taken and, under its lock, the gets that locked it and the dones; see [`slots`](super::slots)),
+//! and [`in_flight`](Shared::in_flight) adds them up. A drain
 //! needs no count either: every item ready, on its way from the ready queue to a worker, or in
 //! flight has a slot, so once the shutdown's sweep has dropped the waiting items, "nothing ready
 //! and nothing in flight" is "every shard is empty". After that sweep no add is accepted and no
