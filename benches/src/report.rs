@@ -216,7 +216,8 @@ fn header(report: &Report<'_>, stamp: &Stamp) -> String {
          [benches/WORKLOADS.md](benches/WORKLOADS.md) (the runner's `--help` lists them too). \
          Beside kcache run its peer kube-runtime, straightforward baselines (`naive`, client-go's \
          design ported as it is; `rwlock-hashmap`) and the floor (the hand-off alone, which no \
-         implementation can beat).",
+         implementation can beat; in q1 also `floor-dedup`, the hand-off behind a set of the items \
+         queued, the least a deduplicating queue does).",
     );
     paragraph(
         &mut md,
