@@ -1,7 +1,8 @@
 //! What all handles of one queue share, and every transition of an item's slot.
 //!
 //! The rules (client-go's, and the differences the crate docs list) in one place; each transition
-//! takes the item's shard lock only. See [`slots`](super::slots) for the states,
+//! takes the item's shard lock only, and a plain queue's `get` not even that (it leaves the slot
+//! to be settled by the next lock holder). See [`slots`](super::slots) for the states,
 //! [`ready`](super::ready) for the hand-off to workers and [`timer`](super::timer) for delays.
 //!
 //! # Shutdown
