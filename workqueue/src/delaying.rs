@@ -122,9 +122,6 @@ pub(crate) fn add_at_from<T: Clone + Eq + Hash + Send + 'static>(
     now: Instant,
     priority: i32,
 ) -> bool {
-    if let Some(m) = &shared.metrics {
-        m.retries.inc();
-    }
     let (at, now) = (shared.epoch.tick(deadline), shared.epoch.tick(now));
     schedule(shared, item, at, now, priority)
 }
@@ -136,13 +133,11 @@ pub(crate) fn add_after_from<T: Clone + Eq + Hash + Send + 'static>(
     delay: Duration,
     priority: i32,
 ) -> bool {
-    if let Some(m) = &shared.metrics {
-        m.retries.inc();
-    }
     let (now, at) = shared.epoch.after(shared.clock.now(), delay);
     schedule(shared, item, at, now, priority)
 }
 
+/// The two's common path: the retry is counted, then the item scheduled.
 fn schedule<T: Clone + Eq + Hash + Send + 'static>(
     shared: &Shared<T>,
     item: T,
@@ -150,6 +145,9 @@ fn schedule<T: Clone + Eq + Hash + Send + 'static>(
     now: Tick,
     priority: i32,
 ) -> bool {
+    if let Some(m) = &shared.metrics {
+        m.retries.inc();
+    }
     match shared.add_at(item, at, now, priority) {
         Scheduled::Refused => false,
         Scheduled::Accepted => true,
